@@ -1,0 +1,15 @@
+"""Reading and writing published BERT weights: Google, Hugging Face, KerasHub, and our own directories."""
+
+from bert_tf.checkpoints.contents import CheckpointContents, CheckpointMismatchError, assign_weights
+from bert_tf.checkpoints.huggingface import write_hf_directory
+from bert_tf.checkpoints.pretrained import from_pretrained, read_checkpoint, save_pretrained
+
+__all__ = [
+    "CheckpointContents",
+    "CheckpointMismatchError",
+    "assign_weights",
+    "from_pretrained",
+    "read_checkpoint",
+    "save_pretrained",
+    "write_hf_directory",
+]

@@ -1,0 +1,159 @@
+"""Hugging Face BERT directories: `config.json` + `model.safetensors` (or `pytorch_model.bin`).
+
+Hugging Face's names are Google's with dots (`encoder.layer.0.attention.self.query.weight`
+is `encoder/layer_0/attention/self/query/kernel`), and its linear weights are stored
+[out, in], the transpose of Google's kernels. The two rule functions below are each
+other's inverse; nothing else differs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from bert_tf.checkpoints.contents import CheckpointContents
+from bert_tf.config import BertConfig
+
+_SPECIAL_NAMES = {
+    "cls.predictions.bias": "cls/predictions/output_bias",
+    "cls.seq_relationship.weight": "cls/seq_relationship/output_weights",  # [2, hidden] in both formats
+    "cls.seq_relationship.bias": "cls/seq_relationship/output_bias",
+}
+# Stored by Hugging Face but not weights of their own: the MLM decoder is tied to the word
+# embeddings (its bias to cls.predictions.bias), and position_ids is a constant buffer.
+_TIED_OR_BUFFERS = {"cls.predictions.decoder.weight", "cls.predictions.decoder.bias", "embeddings.position_ids"}
+_LINEAR_LAYERS = {"query", "key", "value", "dense"}
+_LAYER_NORM_LEAVES = {"weight": "gamma", "bias": "beta", "gamma": "gamma", "beta": "beta"}
+
+
+def hf_to_google_name(hf_name: str) -> str | None:
+    """`encoder.layer.0.output.dense.weight` → `encoder/layer_0/output/dense/kernel`; None if not BERT's."""
+    name = hf_name.removeprefix("bert.")
+    if name in _SPECIAL_NAMES:
+        return _SPECIAL_NAMES[name]
+    path = re.sub(r"(^|\.)layer\.(\d+)\.", r"\1layer_\2.", name).replace(".", "/")
+    if "/" not in path:
+        return None
+    stem, leaf = path.rsplit("/", 1)
+    if stem.endswith("LayerNorm") and leaf in _LAYER_NORM_LEAVES:
+        return f"{stem}/{_LAYER_NORM_LEAVES[leaf]}"
+    if stem.startswith("embeddings/") and stem.endswith("_embeddings") and leaf == "weight":
+        return stem
+    if leaf in ("weight", "bias") and stem.split("/")[-1] in _LINEAR_LAYERS:
+        return f"{stem}/{'kernel' if leaf == 'weight' else 'bias'}"
+    return None
+
+
+def google_to_hf_name(google_name: str) -> str:
+    """The inverse of `hf_to_google_name` (without the `bert.` prefix)."""
+    for hf_name, name in _SPECIAL_NAMES.items():
+        if name == google_name:
+            return hf_name
+    stem, leaf = google_name.rsplit("/", 1)
+    if leaf.endswith("_embeddings"):
+        stem, leaf = google_name, "weight"
+    else:
+        leaf = {"kernel": "weight", "bias": "bias", "gamma": "weight", "beta": "bias"}[leaf]
+    return re.sub(r"layer_(\d+)", r"layer.\1", stem).replace("/", ".") + "." + leaf
+
+
+def _is_transposed(google_name: str) -> bool:
+    return google_name.endswith("/kernel")
+
+
+def _read_tensors(directory: Path) -> tuple[dict[str, np.ndarray], str]:
+    """All tensors of the directory's weight file(s), as float32 NumPy arrays, without running pickled code."""
+    single = directory / "model.safetensors"
+    index = directory / "model.safetensors.index.json"
+    if single.is_file() or index.is_file():
+        from safetensors.numpy import load_file
+
+        files = [single] if single.is_file() else sorted(
+            {directory / f for f in json.loads(index.read_text())["weight_map"].values()}
+        )
+        tensors = {}
+        for file in files:
+            tensors.update(load_file(str(file)))
+        return tensors, str(files[0])
+    binary = directory / "pytorch_model.bin"
+    if binary.is_file():
+        try:
+            import torch
+        except ImportError as error:
+            raise ImportError(
+                f"{binary} is a PyTorch pickle and needs torch to read; install torch, or convert the "
+                "checkpoint to model.safetensors (the safe format) first."
+            ) from error
+        # weights_only=True: the unpickler accepts tensors only and never runs code from the file.
+        state = torch.load(binary, map_location="cpu", weights_only=True)
+        return {name: t.float().numpy() for name, t in state.items()}, str(binary)
+    raise FileNotFoundError(f"No model.safetensors or pytorch_model.bin in {directory}.")
+
+
+def is_hf_directory(path: Path) -> bool:
+    if not (path.is_dir() and (path / "config.json").is_file()):
+        return False
+    return json.loads((path / "config.json").read_text(encoding="utf-8")).get("model_type") == "bert"
+
+
+def read_hf_directory(path: str | Path) -> CheckpointContents:
+    """Reads a Hugging Face BERT directory (BertModel, BertForPreTraining, BertForMaskedLM, ...)."""
+    directory = Path(path)
+    config = BertConfig.from_json_file(directory / "config.json")
+    tensors, source = _read_tensors(directory)
+    weights, ignored, unrecognized = {}, [], []
+    for hf_name, value in tensors.items():
+        google_name = hf_to_google_name(hf_name)
+        if hf_name.removeprefix("bert.") in _TIED_OR_BUFFERS:
+            ignored.append(hf_name)
+        elif google_name is None:
+            unrecognized.append(hf_name)
+        else:
+            value = np.asarray(value, dtype=np.float32)
+            weights[google_name] = value.T if _is_transposed(google_name) else value
+    lower_case = None
+    tokenizer_config = directory / "tokenizer_config.json"
+    if tokenizer_config.is_file():
+        lower_case = json.loads(tokenizer_config.read_text(encoding="utf-8")).get("do_lower_case")
+    vocab = directory / "vocab.txt"
+    return CheckpointContents(
+        config=config,
+        weights=weights,
+        source=source,
+        format="hf",
+        vocab_file=vocab if vocab.is_file() else None,
+        lower_case=lower_case,
+        ignored=sorted(ignored),
+        unrecognized=sorted(unrecognized),
+    )
+
+
+def write_hf_directory(model, out_dir: str | Path, vocab_file: str | Path | None = None,
+                       lower_case: bool | None = None) -> Path:
+    """Writes a `BertModel` as a Hugging Face directory that `transformers.BertModel.from_pretrained` reads.
+
+    Example:
+        >>> write_hf_directory(model, "exported/")          # doctest: +SKIP
+        >>> transformers.BertModel.from_pretrained("exported/")  # doctest: +SKIP
+    """
+    from safetensors.numpy import save_file
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tensors = {}
+    for google_name, variable in model.google_weights().items():
+        value = np.asarray(variable.numpy(), dtype=np.float32)
+        tensors[google_to_hf_name(google_name)] = np.ascontiguousarray(value.T if _is_transposed(google_name) else value)
+    save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
+    model.config.write_json(out / "config.json", style="hf")
+    if vocab_file is not None:
+        shutil.copyfile(vocab_file, out / "vocab.txt")
+    if lower_case is not None:
+        (out / "tokenizer_config.json").write_text(
+            json.dumps({"do_lower_case": lower_case, "tokenizer_class": "BertTokenizer"}, indent=2) + "\n"
+        )
+    return out

@@ -1,0 +1,7 @@
+"""The building blocks of the BERT encoder."""
+
+from bert_tf.layers.attention import SelfAttention, padding_bias
+from bert_tf.layers.embeddings import BertEmbeddings
+from bert_tf.layers.transformer_block import TransformerBlock
+
+__all__ = ["BertEmbeddings", "SelfAttention", "TransformerBlock", "padding_bias"]

@@ -1,0 +1,69 @@
+"""Multi-head scaled dot-product self-attention with a padding mask."""
+
+import math
+
+import keras
+import tensorflow as tf
+
+from bert_tf.config import BertConfig
+
+# Added to the scores of padded key positions: exp() of it is exactly 0 in float32.
+MASKED_SCORE = -1e9
+
+
+def padding_bias(input_mask):
+    """[batch, seq] 1/0 mask → float32 additive bias [batch, 1, 1, seq] for the attention scores."""
+    keep = tf.cast(input_mask, tf.float32)[:, tf.newaxis, tf.newaxis, :]
+    return (1.0 - keep) * MASKED_SCORE
+
+
+class SelfAttention(keras.layers.Layer):
+    """`softmax(Q Kᵀ / sqrt(d_k) + mask) V` over `num_attention_heads` heads, then the output projection.
+
+    The softmax is computed in float32 whatever the layer's dtype policy, so mixed
+    precision cannot overflow it.
+    """
+
+    def __init__(self, config: BertConfig, **kwargs):
+        super().__init__(**kwargs)
+        self.config = config
+        init = keras.initializers.TruncatedNormal(stddev=config.initializer_range)
+        hidden = config.hidden_size
+        self.query = keras.layers.Dense(hidden, kernel_initializer=init, name="query")
+        self.key = keras.layers.Dense(hidden, kernel_initializer=init, name="key")
+        self.value = keras.layers.Dense(hidden, kernel_initializer=init, name="value")
+        self.output_dense = keras.layers.Dense(hidden, kernel_initializer=init, name="output_dense")
+        self.probs_dropout = keras.layers.Dropout(config.attention_probs_dropout_prob)
+
+    def build(self, input_shape=None):
+        shape = (None, None, self.config.hidden_size)
+        for dense in (self.query, self.key, self.value, self.output_dense):
+            dense.build(shape)
+        self.built = True
+
+    def _split_heads(self, x):
+        """[batch, seq, hidden] → [batch, seq, heads, head_size]."""
+        batch, seq = tf.shape(x)[0], tf.shape(x)[1]
+        return tf.reshape(x, [batch, seq, self.config.num_attention_heads, self.config.head_size])
+
+    def call(self, hidden_states, input_mask, training=None):
+        """Returns (output [batch, seq, hidden], probabilities [batch, heads, seq, seq]).
+
+        `input_mask` is the integer [batch, seq] padding mask (1 = real token): passed as
+        integers, it is never auto-cast to float16 under mixed precision.
+        """
+        # Scaling the queries first is the same product as scaling the scores, on fewer numbers.
+        query = self._split_heads(self.query(hidden_states) * (1.0 / math.sqrt(self.config.head_size)))
+        key = self._split_heads(self.key(hidden_states))
+        value = self._split_heads(self.value(hidden_states))
+        scores = tf.einsum("bqhd,bkhd->bhqk", query, key)
+        probs = tf.nn.softmax(tf.cast(scores, tf.float32) + padding_bias(input_mask), axis=-1)
+        dropped = self.probs_dropout(tf.cast(probs, self.compute_dtype), training=training)
+        context = tf.einsum("bhqk,bkhd->bqhd", dropped, value)
+        context = tf.reshape(context, tf.shape(hidden_states))
+        return self.output_dense(context), probs
+
+    def google_weights(self) -> dict:
+        """Variables under Google's names (after `bert/encoder/layer_N/attention/`)."""
+        names = {"self/query": self.query, "self/key": self.key, "self/value": self.value, "output/dense": self.output_dense}
+        return {f"{name}/{var}": getattr(dense, var) for name, dense in names.items() for var in ("kernel", "bias")}

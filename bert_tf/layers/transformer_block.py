@@ -1,0 +1,68 @@
+"""One post-LayerNorm transformer encoder block, as in BERT."""
+
+import keras
+import tensorflow as tf
+
+from bert_tf.config import BertConfig
+from bert_tf.layers.activations import ACTIVATIONS
+from bert_tf.layers.attention import SelfAttention
+
+
+class TransformerBlock(keras.layers.Layer):
+    """attention → dropout → residual → LayerNorm; feed-forward → dropout → residual → LayerNorm."""
+
+    def __init__(self, config: BertConfig, **kwargs):
+        super().__init__(**kwargs)
+        self.config = config
+        init = keras.initializers.TruncatedNormal(stddev=config.initializer_range)
+        self.attention = SelfAttention(config, name="attention")
+        self.attention_dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+        # LayerNorms run in float32 even under a mixed-precision policy.
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=config.layer_norm_eps, dtype="float32", name="attention_layer_norm"
+        )
+        self.intermediate = keras.layers.Dense(
+            config.intermediate_size, activation=ACTIVATIONS[config.hidden_act], kernel_initializer=init, name="intermediate"
+        )
+        self.output_dense = keras.layers.Dense(config.hidden_size, kernel_initializer=init, name="output_dense")
+        self.output_dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=config.layer_norm_eps, dtype="float32", name="output_layer_norm"
+        )
+
+    def build(self, input_shape=None):
+        hidden_shape = (None, None, self.config.hidden_size)
+        self.attention.build(hidden_shape)
+        self.attention_layer_norm.build(hidden_shape)
+        self.intermediate.build(hidden_shape)
+        self.output_dense.build((None, None, self.config.intermediate_size))
+        self.output_layer_norm.build(hidden_shape)
+        self.built = True
+
+    def _add_and_normalize(self, residual, update, layer_norm):
+        return tf.cast(layer_norm(tf.cast(residual, tf.float32) + tf.cast(update, tf.float32)), self.compute_dtype)
+
+    def call(self, hidden_states, input_mask, training=None):
+        """Returns (output [batch, seq, hidden], attention probabilities [batch, heads, seq, seq])."""
+        attended, probs = self.attention(hidden_states, input_mask, training=training)
+        attended = self.attention_dropout(attended, training=training)
+        hidden_states = self._add_and_normalize(hidden_states, attended, self.attention_layer_norm)
+        transformed = self.output_dropout(self.output_dense(self.intermediate(hidden_states)), training=training)
+        return self._add_and_normalize(hidden_states, transformed, self.output_layer_norm), probs
+
+    def google_weights(self) -> dict:
+        """Variables under Google's names (after `bert/encoder/layer_N/`)."""
+        weights = {f"attention/{name}": var for name, var in self.attention.google_weights().items()}
+        weights.update(
+            {
+                "attention/output/LayerNorm/gamma": self.attention_layer_norm.gamma,
+                "attention/output/LayerNorm/beta": self.attention_layer_norm.beta,
+                "intermediate/dense/kernel": self.intermediate.kernel,
+                "intermediate/dense/bias": self.intermediate.bias,
+                "output/dense/kernel": self.output_dense.kernel,
+                "output/dense/bias": self.output_dense.bias,
+                "output/LayerNorm/gamma": self.output_layer_norm.gamma,
+                "output/LayerNorm/beta": self.output_layer_norm.beta,
+            }
+        )
+        return weights

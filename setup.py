@@ -1,0 +1,38 @@
+"""bert-tf: BERT for TensorFlow/Keras. `pip install -e .[test]` (see the Makefile)."""
+
+from setuptools import find_packages, setup
+
+# The stack verified to install and work together (../shared/STACK.md); constraints.txt
+# pins every transitive package too.
+INSTALL_REQUIRES = [
+    "tensorflow==2.21.0",
+    "tensorflow-text==2.21.1",
+    "keras==3.15.1",
+    "keras-hub==0.32.0",
+    "tensorflow-serving-api==2.21.0",
+    "grpcio==1.85.1",
+    "numpy==2.4.6",
+    "safetensors==0.8.0",
+    "ai-edge-litert==2.3.0",
+    "tqdm==4.70.1",
+    "matplotlib==3.11.2",
+]
+TEST_REQUIRES = [
+    "pytest==9.2.0",
+    "tokenizers==0.23.3",
+    "torch==2.13.0",  # CPU wheel; only the Hugging Face parity tests need it
+    "transformers==5.23.0",
+]
+
+setup(
+    name="bert-tf",
+    version="0.1.0",
+    description="BERT as TensorFlow/Keras layers: in-graph tokenization, pre-training, fine-tuning, serving.",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["bert_tf", "bert_tf.*", "pipelines", "pipelines.*", "serving", "serving.*"]),
+    install_requires=INSTALL_REQUIRES,
+    extras_require={"test": TEST_REQUIRES},
+    entry_points={"console_scripts": ["bert-tf=bert_tf.cli:main"]},
+)

@@ -1,0 +1,176 @@
+"""Parity with Hugging Face transformers: the same weights give the same numbers."""
+
+import json
+import pickle
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+import bert_tf  # noqa: E402
+from bert_tf import BertConfig  # noqa: E402
+from bert_tf.checkpoints import CheckpointMismatchError  # noqa: E402
+from bert_tf.checkpoints.huggingface import google_to_hf_name, hf_to_google_name  # noqa: E402
+
+CONFIGS = {
+    "small": BertConfig(vocab_size=120, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=128, max_position_embeddings=40),
+    "odd": BertConfig(vocab_size=1000, hidden_size=96, num_hidden_layers=3, num_attention_heads=3,
+                      intermediate_size=200, type_vocab_size=3, max_position_embeddings=33),
+    "gelu_tanh": BertConfig(vocab_size=90, hidden_size=48, num_hidden_layers=2, num_attention_heads=2,
+                            intermediate_size=64, hidden_act="gelu_tanh", max_position_embeddings=20),
+    "relu": BertConfig(vocab_size=90, hidden_size=48, num_hidden_layers=1, num_attention_heads=6,
+                       intermediate_size=64, hidden_act="relu", max_position_embeddings=20, layer_norm_eps=1e-5),
+}
+
+
+def random_hf_model(config: BertConfig, cls=None, seed=0):
+    """A transformers model with every parameter random (LayerNorms too), in eval mode."""
+    torch.manual_seed(seed)
+    settings = {k: v for k, v in config.to_hf_dict().items() if k != "architectures"}
+    hf_config = transformers.BertConfig(**settings, attn_implementation="eager")
+    model = (cls or transformers.BertModel)(hf_config).eval()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.normal_(0.0, 0.2)
+    return model
+
+
+def padded_batch(config: BertConfig, seq=None, seed=1):
+    seq = seq or min(config.max_position_embeddings, 17)
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1, config.vocab_size, size=(3, seq), dtype=np.int32)
+    lengths = [seq, seq - 5, 3]
+    mask = (np.arange(seq)[None, :] < np.array(lengths)[:, None]).astype(np.int32)
+    types = rng.integers(0, config.type_vocab_size, size=(3, seq), dtype=np.int32) * mask
+    return {"input_word_ids": ids * mask, "input_mask": mask, "input_type_ids": types}
+
+
+def hf_outputs(model, batch):
+    with torch.no_grad():
+        out = model(input_ids=torch.tensor(batch["input_word_ids"], dtype=torch.long),
+                    attention_mask=torch.tensor(batch["input_mask"], dtype=torch.long),
+                    token_type_ids=torch.tensor(batch["input_type_ids"], dtype=torch.long),
+                    output_hidden_states=True, output_attentions=True)
+    return out
+
+
+def assert_same_outputs(ours, batch, hf_model, atol=1e-4):
+    theirs = hf_outputs(hf_model, batch)
+    mine = ours(batch, output_attentions=True)
+    np.testing.assert_allclose(mine["sequence_output"].numpy(), theirs.last_hidden_state.numpy(), atol=atol)
+    np.testing.assert_allclose(mine["pooled_output"].numpy(), theirs.pooler_output.numpy(), atol=atol)
+    assert len(mine["encoder_outputs"]) == len(theirs.hidden_states) - 1
+    for layer, (a, b) in enumerate(zip(mine["encoder_outputs"], theirs.hidden_states[1:])):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=atol, err_msg=f"layer {layer}")
+    for layer, (a, b) in enumerate(zip(mine["attention_probs"], theirs.attentions)):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=atol, err_msg=f"attention of layer {layer}")
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_import_matches_transformers(tmp_path, name):
+    config = CONFIGS[name]
+    hf_model = random_hf_model(config)
+    hf_model.save_pretrained(tmp_path)
+    ours = bert_tf.from_pretrained(tmp_path)
+    assert ours.config == config
+    assert_same_outputs(ours, padded_batch(config), hf_model)
+
+
+def test_pytorch_bin_and_pretraining_heads(tmp_path):
+    config = CONFIGS["small"]
+    hf_model = random_hf_model(config, cls=transformers.BertForPreTraining)
+    hf_model.config.save_pretrained(tmp_path)
+    torch.save(hf_model.state_dict(), tmp_path / "pytorch_model.bin")
+    contents = bert_tf.read_checkpoint(tmp_path)
+    assert sorted(contents.head_weights()) == [
+        "cls/predictions/output_bias", "cls/predictions/transform/LayerNorm/beta",
+        "cls/predictions/transform/LayerNorm/gamma", "cls/predictions/transform/dense/bias",
+        "cls/predictions/transform/dense/kernel", "cls/seq_relationship/output_bias",
+        "cls/seq_relationship/output_weights"]
+    np.testing.assert_array_equal(contents.weights["cls/predictions/transform/dense/kernel"],
+                                  hf_model.cls.predictions.transform.dense.weight.detach().numpy().T)
+    assert contents.unrecognized == []
+    ours = bert_tf.from_pretrained(tmp_path)
+    assert_same_outputs(ours, padded_batch(config), hf_model.bert)
+
+
+def test_pickle_with_code_is_refused(tmp_path):
+    """A pytorch_model.bin that would run code when unpickled is rejected, and the code never runs."""
+    marker = tmp_path / "pwned"
+
+    class Exploit:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    CONFIGS["small"].write_json(tmp_path / "config.json", style="hf")
+    with open(tmp_path / "pytorch_model.bin", "wb") as f:
+        pickle.dump({"embeddings.word_embeddings.weight": Exploit()}, f)
+    with pytest.raises(pickle.UnpicklingError):
+        bert_tf.read_checkpoint(tmp_path)
+    assert not marker.exists()
+
+
+def test_round_trip_to_transformers(tmp_path):
+    config = CONFIGS["odd"]
+    hf_model = random_hf_model(config, seed=3)
+    hf_model.save_pretrained(tmp_path / "source")
+    ours = bert_tf.from_pretrained(tmp_path / "source")
+    bert_tf.write_hf_directory(ours, tmp_path / "exported")
+    reloaded = transformers.BertModel.from_pretrained(tmp_path / "exported", attn_implementation="eager").eval()
+    assert_same_outputs(ours, padded_batch(config), reloaded)
+    assert json.loads((tmp_path / "exported" / "config.json").read_text())["hidden_size"] == 96
+
+
+def test_name_rules_are_inverse():
+    names = bert_tf.BertModel(CONFIGS["small"]).google_weights()
+    for name in list(names) + ["cls/predictions/output_bias", "cls/seq_relationship/output_weights",
+                               "cls/predictions/transform/LayerNorm/gamma"]:
+        assert hf_to_google_name(google_to_hf_name(name)) == name
+    assert hf_to_google_name("bert.encoder.layer.11.attention.output.LayerNorm.gamma") == \
+        "encoder/layer_11/attention/output/LayerNorm/gamma"
+    assert hf_to_google_name("classifier.weight") is None
+
+
+def test_config_that_disagrees_with_weights_is_an_error(tmp_path):
+    random_hf_model(CONFIGS["small"]).save_pretrained(tmp_path)
+    data = json.loads((tmp_path / "config.json").read_text())
+    data["intermediate_size"] = 256
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    with pytest.raises(CheckpointMismatchError, match=r"intermediate/dense/kernel: checkpoint \(64, 128\) vs BertModel \(64, 256\)"):
+        bert_tf.from_pretrained(tmp_path)
+
+
+def test_missing_variables_are_named_and_nothing_is_loaded(tmp_path):
+    from safetensors.numpy import load_file, save_file
+
+    random_hf_model(CONFIGS["small"]).save_pretrained(tmp_path)
+    tensors = load_file(str(tmp_path / "model.safetensors"))
+    del tensors["pooler.dense.weight"]
+    save_file(tensors, str(tmp_path / "model.safetensors"))
+    with pytest.raises(CheckpointMismatchError, match="missing from the checkpoint: pooler/dense/kernel"):
+        bert_tf.from_pretrained(tmp_path)
+
+
+def test_unrecognized_variables_are_reported(tmp_path, caplog):
+    hf_model = random_hf_model(CONFIGS["small"], cls=transformers.BertForSequenceClassification)
+    hf_model.save_pretrained(tmp_path)
+    with caplog.at_level("WARNING", logger="bert_tf"):
+        bert_tf.from_pretrained(tmp_path)
+    assert "classifier.weight" in caplog.text and "classifier.bias" in caplog.text
+
+
+def test_missing_files_are_clear_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="Checkpoint not found"):
+        bert_tf.from_pretrained(tmp_path / "nowhere")
+    CONFIGS["small"].write_json(tmp_path / "config.json", style="hf")
+    with pytest.raises(FileNotFoundError, match="No model.safetensors or pytorch_model.bin"):
+        bert_tf.from_pretrained(tmp_path)
+
+
+def test_preset_without_local_weights_explains(tmp_path, monkeypatch):
+    monkeypatch.setenv("BERT_TF_HOME", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="never downloads"):
+        bert_tf.from_pretrained("tiny")
