@@ -7,6 +7,7 @@ from setuptools import find_packages, setup
 INSTALL_REQUIRES = [
     "tensorflow==2.21.0",
     "tensorflow-text==2.21.1",
+    "tensorboard==2.21.0",  # tf.summary needs it; tensorflow 2.21 no longer brings it
     "keras==3.15.1",
     "keras-hub==0.32.0",
     "tensorflow-serving-api==2.21.0",

@@ -27,12 +27,14 @@ import tensorflow_text  # noqa: E402,F401
 from bert_tf.checkpoints import from_pretrained, read_checkpoint, save_pretrained, write_hf_directory  # noqa: E402
 from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.model import BertModel  # noqa: E402
+from bert_tf.pretrainer import BertPretrainer  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BertConfig",
     "BertModel",
+    "BertPretrainer",
     "__version__",
     "from_pretrained",
     "read_checkpoint",

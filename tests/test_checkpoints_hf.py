@@ -174,3 +174,20 @@ def test_preset_without_local_weights_explains(tmp_path, monkeypatch):
     monkeypatch.setenv("BERT_TF_HOME", str(tmp_path))
     with pytest.raises(FileNotFoundError, match="never downloads"):
         bert_tf.from_pretrained("tiny")
+
+
+def test_pretraining_heads_match_transformers(tmp_path):
+    config = CONFIGS["odd"]
+    hf_model = random_hf_model(config, cls=transformers.BertForPreTraining, seed=5)
+    hf_model.save_pretrained(tmp_path)
+    pretrainer = bert_tf.BertPretrainer.from_pretrained(tmp_path)
+    batch = padded_batch(config)
+    positions = np.array([[1, 4, 9], [2, 3, 0], [1, 2, 0]], dtype=np.int32)
+    ours = pretrainer({**batch, "masked_lm_positions": positions})
+    with torch.no_grad():
+        theirs = hf_model(input_ids=torch.tensor(batch["input_word_ids"], dtype=torch.long),
+                          attention_mask=torch.tensor(batch["input_mask"], dtype=torch.long),
+                          token_type_ids=torch.tensor(batch["input_type_ids"], dtype=torch.long))
+    expected_mlm = np.take_along_axis(theirs.prediction_logits.numpy(), positions[:, :, None], axis=1)
+    np.testing.assert_allclose(ours["mlm_logits"].numpy(), expected_mlm, atol=1e-3, rtol=1e-5)
+    np.testing.assert_allclose(ours["nsp_logits"].numpy(), theirs.seq_relationship_logits.numpy(), atol=1e-4)

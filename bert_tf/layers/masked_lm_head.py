@@ -1,0 +1,50 @@
+"""BERT's masked-LM head: transform the vectors at masked positions, then score every vocabulary word."""
+
+import keras
+import tensorflow as tf
+
+from bert_tf.config import BertConfig
+from bert_tf.layers.activations import ACTIVATIONS
+
+
+class MaskedLMHead(keras.layers.Layer):
+    """dense + activation + LayerNorm, then logits through the (tied) word-embedding matrix plus a bias.
+
+    Only the `max_predictions_per_seq` gathered positions are projected onto the
+    vocabulary: for seq 128 with 20 predictions that is 6x less work than projecting
+    every position.
+    """
+
+    def __init__(self, config: BertConfig, **kwargs):
+        super().__init__(**kwargs)
+        self.config = config
+        self.dense = keras.layers.Dense(
+            config.hidden_size,
+            activation=ACTIVATIONS[config.hidden_act],
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
+            name="transform_dense",
+        )
+        self.layer_norm = keras.layers.LayerNormalization(epsilon=config.layer_norm_eps, dtype="float32", name="layer_norm")
+
+    def build(self, input_shape=None):
+        self.dense.build((None, None, self.config.hidden_size))
+        self.layer_norm.build((None, None, self.config.hidden_size))
+        self.output_bias = self.add_weight(name="output_bias", shape=(self.config.vocab_size,), initializer="zeros")
+        self.built = True
+
+    def call(self, sequence_output, masked_positions, word_embeddings):
+        """[batch, seq, hidden], [batch, predictions], [vocab, hidden] → float32 logits [batch, predictions, vocab]."""
+        gathered = tf.gather(sequence_output, tf.cast(masked_positions, tf.int32), batch_dims=1)
+        transformed = self.layer_norm(self.dense(gathered))
+        logits = tf.matmul(transformed, tf.cast(word_embeddings, tf.float32), transpose_b=True)
+        return logits + tf.cast(self.output_bias, tf.float32)
+
+    def google_weights(self) -> dict:
+        """Variables under Google's names (after `cls/predictions/`)."""
+        return {
+            "transform/dense/kernel": self.dense.kernel,
+            "transform/dense/bias": self.dense.bias,
+            "transform/LayerNorm/gamma": self.layer_norm.gamma,
+            "transform/LayerNorm/beta": self.layer_norm.beta,
+            "output_bias": self.output_bias,
+        }

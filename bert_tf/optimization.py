@@ -1,0 +1,169 @@
+"""BERT's optimizer recipe on Keras 3 optimizers.
+
+AdamW (or LAMB for large-batch pre-training) with decoupled weight decay that skips
+LayerNorm weights and biases, gradients clipped to a global norm of 1.0, and a
+learning rate that rises linearly from 0 over the warm-up steps, then falls linearly
+to 0 at the last step (google-research/bert `optimization.py`, Hugging Face
+`get_linear_schedule_with_warmup`).
+
+Example:
+    >>> optimizer = create_optimizer(learning_rate=2e-5, num_train_steps=1000, num_warmup_steps=100)
+    >>> type(optimizer).__name__, optimizer.weight_decay, optimizer.global_clipnorm
+    ('AdamW', 0.01, 1.0)
+
+Differences from the original recipe, all from Keras' built-in optimizers:
+- AdamW corrects the bias of its moment estimates (Hugging Face's AdamW does too;
+  google-research/bert's `AdamWeightDecayOptimizer` does not).
+- Lamb applies the weight decay outside its trust ratio and computes the trust ratio
+  for every variable (the LAMB paper puts the decay inside it and NVIDIA skips
+  LayerNorm and biases).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import keras
+import tensorflow as tf
+
+OPTIMIZER_NAMES = ("adamw", "lamb")
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warm-up from 0 to `peak_learning_rate` over `num_warmup_steps`, then linear decay to 0
+    at `num_train_steps` (and 0 after it).
+
+    Written by hand because Keras has no such schedule: `CosineDecay`'s warm-up is
+    followed by a cosine, not a linear, decay, and `PolynomialDecay` has no warm-up.
+
+    Example:
+        >>> schedule = WarmupLinearDecay(1e-4, num_train_steps=10, num_warmup_steps=2)
+        >>> [round(float(schedule(step)), 6) for step in (0, 1, 2, 6, 10, 12)]
+        [0.0, 5e-05, 0.0001, 5e-05, 0.0, 0.0]
+    """
+
+    def __init__(self, peak_learning_rate: float, num_train_steps: int, num_warmup_steps: int = 0):
+        if peak_learning_rate <= 0:
+            raise ValueError(f"WarmupLinearDecay: peak_learning_rate must be positive, got {peak_learning_rate!r}.")
+        if not 0 <= num_warmup_steps < num_train_steps:
+            raise ValueError(
+                "WarmupLinearDecay: need 0 <= num_warmup_steps < num_train_steps, got "
+                f"num_warmup_steps={num_warmup_steps!r}, num_train_steps={num_train_steps!r}."
+            )
+        self.peak_learning_rate = float(peak_learning_rate)
+        self.num_train_steps = int(num_train_steps)
+        self.num_warmup_steps = int(num_warmup_steps)
+
+    def __call__(self, step):
+        step = tf.cast(step, tf.float32)
+        # max(..., 1) keeps the division defined without warm-up, where `step < 0` never holds.
+        warmup_rate = self.peak_learning_rate * step / max(self.num_warmup_steps, 1)
+        remaining = (self.num_train_steps - step) / (self.num_train_steps - self.num_warmup_steps)
+        decay_rate = self.peak_learning_rate * tf.maximum(remaining, 0.0)
+        return tf.where(step < self.num_warmup_steps, warmup_rate, decay_rate)
+
+    def get_config(self):
+        return {
+            "peak_learning_rate": self.peak_learning_rate,
+            "num_train_steps": self.num_train_steps,
+            "num_warmup_steps": self.num_warmup_steps,
+        }
+
+
+class _SavesDecayExclusions:
+    """Takes the weight-decay exclusions as an argument and keeps them in `get_config`.
+
+    Keras' optimizers take them through `exclude_from_weight_decay()` and leave them out
+    of their config, so an optimizer restored with a `.keras` model (to resume training)
+    would silently decay LayerNorm weights and biases again.
+    """
+
+    def __init__(self, *, exclude_from_weight_decay=(), **kwargs):
+        super().__init__(**kwargs)
+        self.weight_decay_exclusions = tuple(exclude_from_weight_decay)
+        self.exclude_from_weight_decay(var_names=list(self.weight_decay_exclusions))
+
+    def get_config(self):
+        return {**super().get_config(), "exclude_from_weight_decay": list(self.weight_decay_exclusions)}
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class AdamW(_SavesDecayExclusions, keras.optimizers.AdamW):
+    """`keras.optimizers.AdamW` whose `exclude_from_weight_decay` names are saved with it."""
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class Lamb(_SavesDecayExclusions, keras.optimizers.Lamb):
+    """`keras.optimizers.Lamb` whose `exclude_from_weight_decay` names are saved with it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizerConfig:
+    """Every setting of BERT's optimizer (defaults: google-research/bert's fine-tuning recipe).
+
+    Steps count optimizer updates: with gradient accumulation, one update per
+    `gradient_accumulation_steps` batches.
+
+    Example:
+        >>> config = OptimizerConfig(learning_rate=1e-4, num_train_steps=10000, num_warmup_steps=1000, optimizer="lamb")
+        >>> type(config.build()).__name__
+        'Lamb'
+    """
+
+    learning_rate: float  # peak rate, reached at the end of warm-up (fine-tuning: 2e-5 to 5e-5)
+    num_train_steps: int  # updates in the whole run; the rate reaches 0 at the last one
+    num_warmup_steps: int = 0  # updates of linear warm-up from 0 (BERT: 10% of num_train_steps)
+    optimizer: str = "adamw"  # "adamw" (fine-tuning) or "lamb" (large-batch pre-training)
+    weight_decay: float = 0.01  # decoupled: each update also subtracts learning_rate * weight_decay * weight
+    # Substrings of variable names (Keras names: "kernel", "bias", LayerNorm's "gamma"/"beta") kept out of weight decay.
+    exclude_from_weight_decay: tuple[str, ...] = ("bias", "gamma", "beta")
+    clipnorm: float | None = 1.0  # clip the global norm of all gradients together; None: no clipping
+    epsilon: float = 1e-6  # added to the root of the second moment
+    beta_1: float = 0.9  # decay of the first-moment estimate
+    beta_2: float = 0.999  # decay of the second-moment estimate
+    gradient_accumulation_steps: int = 1  # average the gradients of this many batches per update
+
+    def __post_init__(self):
+        if self.optimizer not in OPTIMIZER_NAMES:
+            raise ValueError(f"OptimizerConfig: unknown optimizer {self.optimizer!r}; use one of {list(OPTIMIZER_NAMES)}.")
+        if self.weight_decay < 0:
+            raise ValueError(f"OptimizerConfig: weight_decay must be >= 0, got {self.weight_decay!r}.")
+        if self.clipnorm is not None and self.clipnorm <= 0:
+            raise ValueError(f"OptimizerConfig: clipnorm must be positive or None, got {self.clipnorm!r}.")
+        steps = self.gradient_accumulation_steps
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"OptimizerConfig: gradient_accumulation_steps must be an integer >= 1, got {steps!r}.")
+        if isinstance(self.exclude_from_weight_decay, str):
+            raise ValueError("OptimizerConfig: exclude_from_weight_decay must be a sequence of names, not one string.")
+        object.__setattr__(self, "exclude_from_weight_decay", tuple(self.exclude_from_weight_decay))
+        self.schedule()  # validates the learning rate and step counts
+
+    def schedule(self) -> WarmupLinearDecay:
+        """The learning-rate schedule alone (e.g. to plot or log it)."""
+        return WarmupLinearDecay(self.learning_rate, self.num_train_steps, self.num_warmup_steps)
+
+    def build(self) -> keras.optimizers.Optimizer:
+        """A new optimizer with these settings (create it inside a distribution strategy's scope)."""
+        optimizer_class = {"adamw": AdamW, "lamb": Lamb}[self.optimizer]
+        return optimizer_class(
+            learning_rate=self.schedule(),
+            weight_decay=self.weight_decay,
+            exclude_from_weight_decay=self.exclude_from_weight_decay,
+            global_clipnorm=self.clipnorm,
+            epsilon=self.epsilon,
+            beta_1=self.beta_1,
+            beta_2=self.beta_2,
+            # Keras counts accumulation only from 2 batches up.
+            gradient_accumulation_steps=self.gradient_accumulation_steps if self.gradient_accumulation_steps > 1 else None,
+        )
+
+
+def create_optimizer(learning_rate: float, num_train_steps: int, num_warmup_steps: int = 0, **settings) -> keras.optimizers.Optimizer:
+    """Shorthand for `OptimizerConfig(learning_rate, num_train_steps, num_warmup_steps, **settings).build()`.
+
+    `settings` are the other `OptimizerConfig` fields: `optimizer`, `weight_decay`,
+    `exclude_from_weight_decay`, `clipnorm`, `epsilon`, `beta_1`, `beta_2`,
+    `gradient_accumulation_steps`.
+    """
+    return OptimizerConfig(learning_rate, num_train_steps, num_warmup_steps, **settings).build()

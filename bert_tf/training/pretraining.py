@@ -1,0 +1,248 @@
+"""BERT pre-training with a custom loop: any strategy, checkpoints, resume, TensorBoard, progress.
+
+A custom loop rather than `model.fit`: Keras 3's `fit` fails under
+`MultiWorkerMirroredStrategy` (tensorflow/tensorflow#72388), and resuming a killed run
+needs the data position, which `fit` does not save. `BertPretrainer` still trains with
+`fit` on one host.
+
+Example:
+    >>> config = PretrainingConfig(model="mini", output_dir="run/", num_train_steps=1000)  # doctest: +SKIP
+    >>> run_pretraining(config, dataset_fn)  # dataset_fn(input_context) → batches of features  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import Callable
+
+import keras
+import tensorflow as tf
+
+from bert_tf.checkpoints import save_pretrained
+from bert_tf.config import BertConfig
+from bert_tf.model import BertModel
+from bert_tf.optimization import OptimizerConfig
+from bert_tf.pretrainer import BertPretrainer, loss_denominators
+from bert_tf.training.strategy import STRATEGY_NAMES, is_chief, make_strategy, worker_directory
+
+logger = logging.getLogger("bert_tf")
+MIXED_PRECISION_POLICIES = (None, "mixed_float16", "mixed_bfloat16")
+
+
+@dataclasses.dataclass
+class PretrainingConfig:
+    """Everything a pre-training run needs (defaults: BERT's recipe for seq 128, scaled to a small run)."""
+
+    output_dir: str  # checkpoints (ckpt-N), TensorBoard logs (logs/), final model (model/)
+    model: str = "mini"  # a preset name (see BertConfig.preset_names()) or a bert_config.json / config.json path
+    init_checkpoint: str | None = None  # start from these weights (any format from_pretrained reads)
+    # Data: what pipelines.pretraining reads and how it builds the features.
+    train_files: list[str] = dataclasses.field(default_factory=list)  # BERT text format or TFRecord shards
+    vocab_file: str | None = None  # WordPiece vocabulary (saved with the model)
+    lower_case: bool = True  # must match the vocabulary
+    seq_length: int = 128  # tokens per example, [CLS] and [SEP]s included
+    max_predictions_per_seq: int = 20  # masked positions per example (BERT: 20 for 128, 80 for 512)
+    masked_lm_prob: float = 0.15  # share of tokens selected for prediction
+    short_seq_prob: float = 0.1  # share of examples given a shorter random target length
+    whole_word_masking: bool = False  # mask every piece of a word together
+    seed: int | None = 12345  # for reproducible data order and masks; None: different every run
+    # Optimization.
+    global_batch_size: int = 32  # examples per step over all replicas (each gets global / replicas)
+    num_train_steps: int = 1000  # optimizer updates
+    num_warmup_steps: int = 100  # linear warm-up updates
+    learning_rate: float = 1e-4  # peak learning rate
+    optimizer: str = "adamw"  # "adamw" or "lamb" (large batches)
+    weight_decay: float = 0.01  # not applied to LayerNorm weights and biases
+    gradient_accumulation_steps: int = 1  # batches per optimizer update
+    # Hardware.
+    strategy: str = "default"  # "default", "mirrored" (local devices) or "multi_worker" (TF_CONFIG)
+    mixed_precision: str | None = None  # None, "mixed_float16" (GPUs, with loss scaling) or "mixed_bfloat16"
+    jit_compile: bool = False  # compile the training step with XLA
+    # Bookkeeping.
+    checkpoint_every: int = 500  # steps between checkpoints (and one at the end)
+    keep_checkpoints: int = 3  # newest checkpoints kept
+    log_every: int = 50  # steps between TensorBoard summaries and progress-line refreshes
+
+    def __post_init__(self):
+        if self.strategy not in STRATEGY_NAMES:
+            raise ValueError(f"PretrainingConfig: unknown strategy {self.strategy!r}; use one of {list(STRATEGY_NAMES)}.")
+        if self.mixed_precision not in MIXED_PRECISION_POLICIES:
+            raise ValueError(
+                f"PretrainingConfig: mixed_precision must be one of {list(MIXED_PRECISION_POLICIES)}, "
+                f"got {self.mixed_precision!r}."
+            )
+        if self.mixed_precision == "mixed_float16" and not tf.config.list_physical_devices("GPU"):
+            raise ValueError(
+                "PretrainingConfig: mixed_float16 needs a GPU (CPUs compute float16 slowly and gain nothing); "
+                "train in float32 here, or use mixed_bfloat16 on CPUs with bfloat16 units."
+            )
+        for name in ("seq_length", "max_predictions_per_seq", "global_batch_size", "num_train_steps",
+                     "checkpoint_every", "keep_checkpoints", "log_every"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"PretrainingConfig: {name} must be positive, got {getattr(self, name)!r}.")
+        if self.max_predictions_per_seq >= self.seq_length:
+            raise ValueError("PretrainingConfig: max_predictions_per_seq must be smaller than seq_length.")
+
+    def bert_config(self) -> BertConfig:
+        """The encoder's configuration named by `model`."""
+        if self.model in BertConfig.preset_names():
+            return BertConfig.preset(self.model)
+        return BertConfig.from_json_file(self.model)
+
+    def optimizer_config(self) -> OptimizerConfig:
+        return OptimizerConfig(
+            learning_rate=self.learning_rate,
+            num_train_steps=self.num_train_steps,
+            num_warmup_steps=self.num_warmup_steps,
+            optimizer=self.optimizer,
+            weight_decay=self.weight_decay,
+            gradient_accumulation_steps=self.gradient_accumulation_steps,
+        )
+
+
+@dataclasses.dataclass
+class PretrainingResult:
+    model: BertPretrainer
+    step: int  # batches trained in total, this run and the runs it resumed
+    metrics: dict[str, float]  # the last logged values
+    checkpoint: str | None  # the newest checkpoint
+
+
+def _build(config: PretrainingConfig) -> BertPretrainer:
+    if config.init_checkpoint:
+        pretrainer = BertPretrainer.from_pretrained(config.init_checkpoint)
+        if pretrainer.encoder.config.max_position_embeddings < config.seq_length:
+            raise ValueError(f"init_checkpoint allows {pretrainer.encoder.config.max_position_embeddings} positions, "
+                             f"less than seq_length={config.seq_length}.")
+        return pretrainer
+    return BertPretrainer(BertModel(config.bert_config()))
+
+
+def _skipping(dataset_fn, consumed_steps: int):
+    """`dataset_fn` that resumes after the batches of `consumed_steps` steps.
+
+    Distributed iterators cannot be checkpointed, so a resumed run replays its (seeded,
+    deterministic) pipeline past the batches already trained on: each step took one batch
+    per replica from every worker's pipeline.
+    """
+    def resumed_dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
+        replicas_per_pipeline = context.num_replicas_in_sync // context.num_input_pipelines
+        return dataset_fn(context).skip(consumed_steps * replicas_per_pipeline)
+
+    return resumed_dataset_fn
+
+
+def run_pretraining(
+    config: PretrainingConfig,
+    dataset_fn: Callable[[tf.distribute.InputContext], tf.data.Dataset],
+    progress: bool = True,
+    stop_after_steps: int | None = None,
+    max_seconds: float | None = None,
+) -> PretrainingResult:
+    """Trains until `config.num_train_steps` updates, resuming from the newest checkpoint in `output_dir`.
+
+    `stop_after_steps` and `max_seconds` end this run early, with a checkpoint, for
+    time-sliced or preemptible jobs: run again with the same config to continue.
+
+    `dataset_fn(input_context)` returns this worker's dataset of per-replica batches
+    (`input_context.get_per_replica_batch_size(global_batch_size)` examples each) with
+    the `PRETRAINING_FEATURES`; shard it with `input_context.input_pipeline_id`.
+    """
+    strategy = make_strategy(config.strategy)
+    output_dir = Path(config.output_dir)
+    chief = is_chief(strategy)
+    if config.global_batch_size % strategy.num_replicas_in_sync:
+        raise ValueError(f"global_batch_size {config.global_batch_size} is not divisible by the "
+                         f"{strategy.num_replicas_in_sync} replicas.")
+    if config.mixed_precision:
+        keras.mixed_precision.set_global_policy(config.mixed_precision)
+    try:
+        with strategy.scope():
+            model = _build(config)
+            # Gradient clipping is done in the step below, on the gradient summed over replicas.
+            optimizer = dataclasses.replace(config.optimizer_config(), clipnorm=None).build()
+            if config.mixed_precision == "mixed_float16":
+                optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+            # Built now, so that a restored checkpoint finds the optimizer's slots to fill.
+            optimizer.build(model.trainable_variables)
+            step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+    finally:
+        if config.mixed_precision:
+            keras.mixed_precision.set_global_policy("float32")
+
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step)
+    checkpoint_dir = worker_directory(str(output_dir / "checkpoints"), strategy)
+    manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=config.keep_checkpoints)
+    restored = manager.restore_or_initialize()
+    if restored and chief:
+        logger.info("Resumed from %s at step %d.", restored, int(step.numpy()))
+    iterator = iter(strategy.distribute_datasets_from_function(_skipping(dataset_fn, int(step.numpy()))))
+    total_batches = config.num_train_steps * config.gradient_accumulation_steps
+
+    @tf.function(jit_compile=config.jit_compile or None)
+    def compute_gradients(features, denominators):
+        with tf.GradientTape() as tape:
+            outputs = model(features, training=True)
+            scaled_loss = optimizer.scale_loss(model.loss_and_metrics(features, outputs, denominators))
+        return tape.gradient(scaled_loss, model.trainable_variables)
+
+    replicas = strategy.num_replicas_in_sync
+    clipnorm = config.optimizer_config().clipnorm
+
+    def train_one_batch(features):
+        # XLA may compile the forward and backward pass; what synchronises replicas (the
+        # global loss denominators, the gradient sum) stays outside it.
+        gradients = [tf.convert_to_tensor(g) for g in compute_gradients(features, loss_denominators(features))]
+        # Keras clips each replica's gradients before it sums them (its TF optimizer's
+        # _backend_update_step); BERT clips the global gradient, so sum and clip here. Each
+        # replica then hands the optimizer 1/replicas of the clipped sum, which it sums again.
+        gradients = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, gradients)
+        if clipnorm:
+            # Under loss scaling the gradients are scaled too; so is the threshold.
+            scale = optimizer.dynamic_scale if isinstance(optimizer, keras.optimizers.LossScaleOptimizer) else 1.0
+            gradients, _ = tf.clip_by_global_norm(gradients, clipnorm * scale)
+        gradients = [gradient / replicas for gradient in gradients]
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+
+    @tf.function(reduce_retracing=True)
+    def train_step(iterator):
+        strategy.run(train_one_batch, args=(next(iterator),))
+        step.assign_add(1)
+
+    if chief:
+        (output_dir / "logs").mkdir(parents=True, exist_ok=True)
+        (output_dir / "pretraining_config.json").write_text(json.dumps(dataclasses.asdict(config), indent=2) + "\n")
+    writer = tf.summary.create_file_writer(str(output_dir / "logs")) if chief else tf.summary.create_noop_writer()
+    progbar = keras.utils.Progbar(total_batches, stateful_metrics=["examples/s"], verbose=1 if (progress and chief) else 0)
+    metrics, started, started_step = {}, time.perf_counter(), int(step.numpy())
+    progbar.update(started_step)
+    last_step = min(total_batches, started_step + (stop_after_steps or total_batches))
+    while int(step.numpy()) < last_step:
+        train_step(iterator)
+        current = int(step.numpy())
+        if max_seconds is not None and time.perf_counter() - started >= max_seconds:
+            last_step = current
+        if current % config.log_every == 0 or current == last_step:
+            elapsed = time.perf_counter() - started
+            metrics = {m.name: float(m.result()) for m in model.metrics if m.name != "loss"}
+            metrics["loss"] = metrics["mlm_loss"] + metrics["nsp_loss"]
+            metrics["examples/s"] = (current - started_step) * config.global_batch_size / max(elapsed, 1e-9)
+            metrics["learning_rate"] = float(optimizer.learning_rate)
+            with writer.as_default(step=current):
+                for name, value in metrics.items():
+                    tf.summary.scalar(name.replace("/", "_per_"), value)
+            for metric in model.metrics:
+                metric.reset_state()
+            progbar.update(current, values=[(k, v) for k, v in metrics.items() if k != "learning_rate"])
+        if current % config.checkpoint_every == 0 or current == last_step:
+            manager.save(checkpoint_number=current)
+    if chief:
+        save_pretrained(model, output_dir / "model", vocab_file=config.vocab_file, lower_case=config.lower_case)
+    else:
+        shutil.rmtree(checkpoint_dir, ignore_errors=True)
+    return PretrainingResult(model=model, step=int(step.numpy()), metrics=metrics, checkpoint=manager.latest_checkpoint)

@@ -1,0 +1,49 @@
+"""Distribution strategies by name, and who writes files in a multi-worker run."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import tensorflow as tf
+
+STRATEGY_NAMES = ("default", "mirrored", "multi_worker")
+
+
+def make_strategy(name: str = "default") -> tf.distribute.Strategy:
+    """`"default"` (one device), `"mirrored"` (all local GPUs, else all logical CPUs) or `"multi_worker"`
+    (the hosts in `TF_CONFIG`)."""
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name == "mirrored":
+        gpus = tf.config.list_logical_devices("GPU")
+        return tf.distribute.MirroredStrategy([d.name for d in gpus or tf.config.list_logical_devices("CPU")])
+    if name == "multi_worker":
+        if "TF_CONFIG" not in os.environ:
+            raise ValueError(
+                "strategy 'multi_worker' needs the TF_CONFIG environment variable (the cluster's workers and this "
+                'worker\'s index), e.g. {"cluster": {"worker": ["host1:12345", "host2:12345"]}, '
+                '"task": {"type": "worker", "index": 0}}.'
+            )
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    raise ValueError(f"Unknown strategy {name!r}; use one of {list(STRATEGY_NAMES)}.")
+
+
+def is_chief(strategy: tf.distribute.Strategy) -> bool:
+    """True on the worker that owns checkpoints, summaries and console output (the only one without TF_CONFIG)."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.task_type:
+        return True
+    has_chief = "chief" in json.loads(os.environ.get("TF_CONFIG", "{}")).get("cluster", {})
+    return resolver.task_type == "chief" or (not has_chief and resolver.task_type == "worker" and resolver.task_id == 0)
+
+
+def worker_directory(directory: str, strategy: tf.distribute.Strategy) -> str:
+    """Where this worker writes: `directory` on the chief, a private temporary folder elsewhere.
+
+    Every worker of a multi-worker run must take part in saving a checkpoint, but only the
+    chief's copy is kept.
+    """
+    if is_chief(strategy):
+        return directory
+    return os.path.join(directory, f".worker_{strategy.cluster_resolver.task_id}_tmp")

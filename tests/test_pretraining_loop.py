@@ -1,0 +1,120 @@
+"""The custom pre-training loop: resume, SIGKILL, MirroredStrategy and MultiWorkerMirroredStrategy on CPU."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+WORKER = Path(__file__).with_name("pretraining_worker.py")
+
+
+def start_worker(output_dir, steps, strategy="default", *extra, env=None):
+    return subprocess.Popen([sys.executable, str(WORKER), str(output_dir), str(steps), strategy, *map(str, extra)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+
+
+def finish(process, timeout=240):
+    output, _ = process.communicate(timeout=timeout)
+    assert process.returncode == 0, output[-3000:]
+    return output
+
+
+def checkpoint_steps(output_dir):
+    return sorted(int(p.name[len("ckpt-"):-len(".index")]) for p in (Path(output_dir) / "checkpoints").glob("ckpt-*.index"))
+
+
+def test_resume_continues_step_counter_and_optimizer_state(tmp_path):
+    output = finish(start_worker(tmp_path, 6, "default", "--stop-after", 4))
+    assert "FINISHED step=4" in output
+    assert checkpoint_steps(tmp_path) == [2, 4]
+    reader = tf.train.load_checkpoint(str(tmp_path / "checkpoints" / "ckpt-4"))
+    assert reader.get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE") == 4
+    output = finish(start_worker(tmp_path, 6, "default", "--weights-out", tmp_path / "resumed.npz"))
+    assert "FINISHED step=6" in output
+    assert checkpoint_steps(tmp_path) == [2, 4, 6]
+
+    # The same 6 steps in one go give the same weights: model, optimizer and data position were all restored.
+    finish(start_worker(tmp_path / "straight", 6, "default", "--weights-out", tmp_path / "straight.npz"))
+    resumed, straight = np.load(tmp_path / "resumed.npz"), np.load(tmp_path / "straight.npz")
+    for name in straight.files:
+        np.testing.assert_allclose(resumed[name], straight[name], atol=1e-6, err_msg=name)
+    assert (tmp_path / "model" / "model.keras").is_file()
+    assert json.loads((tmp_path / "pretraining_config.json").read_text())["num_train_steps"] == 6
+
+
+def test_sigkill_then_resume_loses_no_checkpoint(tmp_path):
+    process = start_worker(tmp_path, 400, "default", "--checkpoint-every", 3)
+    deadline = time.time() + 180
+    while time.time() < deadline and not [s for s in checkpoint_steps(tmp_path) if s >= 6]:
+        time.sleep(0.2)
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=30)
+    before = checkpoint_steps(tmp_path)
+    assert before and before[-1] >= 6, "no checkpoint was written before the kill"
+    assert before[-1] < 400
+    for step in before:
+        tf.train.load_checkpoint(str(tmp_path / "checkpoints" / f"ckpt-{step}"))  # all readable
+    output = finish(start_worker(tmp_path, before[-1] + 3, "default", "--checkpoint-every", 3))
+    assert f"FINISHED step={before[-1] + 3}" in output
+    assert checkpoint_steps(tmp_path)[-1] == before[-1] + 3
+
+
+def test_mirrored_strategy_on_two_logical_cpus_matches_one_device(tmp_path):
+    finish(start_worker(tmp_path / "one", 3, "default", "--weights-out", tmp_path / "one.npz"))
+    output = finish(start_worker(tmp_path / "two", 3, "mirrored", "--logical-cpus", 2,
+                                 "--weights-out", tmp_path / "two.npz"))
+    assert "FINISHED step=3" in output
+    one, two = np.load(tmp_path / "one.npz"), np.load(tmp_path / "two.npz")
+    for name in one.files:
+        np.testing.assert_allclose(two[name], one[name], atol=1e-5, err_msg=name)
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_multi_worker_mirrored_strategy_two_local_workers(tmp_path):
+    ports = [free_port(), free_port()]
+    workers = []
+    for index in range(2):
+        tf_config = {"cluster": {"worker": [f"127.0.0.1:{port}" for port in ports]},
+                     "task": {"type": "worker", "index": index}}
+        env = {**os.environ, "TF_CONFIG": json.dumps(tf_config)}
+        workers.append(start_worker(tmp_path, 3, "multi_worker", "--weights-out", tmp_path / f"worker{index}.npz",
+                                    env=env))
+    try:
+        outputs = [finish(worker, timeout=300) for worker in workers]
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+    assert all("FINISHED step=3" in output for output in outputs)
+    first, second = np.load(tmp_path / "worker0.npz"), np.load(tmp_path / "worker1.npz")
+    for name in first.files:
+        np.testing.assert_array_equal(first[name], second[name], err_msg=name)
+    assert checkpoint_steps(tmp_path) == [2, 3]  # the chief's; the other worker's temporary copy is gone
+    assert not list((tmp_path / "checkpoints").glob(".worker_*"))
+
+
+def test_bad_settings_are_clear_errors(tmp_path):
+    from bert_tf.training import PretrainingConfig
+
+    with pytest.raises(ValueError, match="unknown strategy"):
+        PretrainingConfig(output_dir=str(tmp_path), strategy="tpu")
+    with pytest.raises(ValueError, match="mixed_float16 needs a GPU"):
+        PretrainingConfig(output_dir=str(tmp_path), mixed_precision="mixed_float16")
+    with pytest.raises(ValueError, match="TF_CONFIG"):
+        from bert_tf.training import make_strategy
+
+        os.environ.pop("TF_CONFIG", None)
+        make_strategy("multi_worker")
