@@ -16,6 +16,7 @@ INSTALL_REQUIRES = [
     "safetensors==0.8.0",
     "ai-edge-litert==2.3.0",
     "tqdm==4.70.1",
+    "syntok==1.4.4",  # sentence splitting for corpus preparation
     "matplotlib==3.11.2",
 ]
 TEST_REQUIRES = [

@@ -24,20 +24,45 @@ if keras.backend.backend() != "tensorflow":
 # SavedModel holding a tokenizer loads without "Op type not registered".
 import tensorflow_text  # noqa: E402,F401
 
+from bert_tf import metrics  # noqa: E402
 from bert_tf.checkpoints import from_pretrained, read_checkpoint, save_pretrained, write_hf_directory  # noqa: E402
+from bert_tf.classifier import BertClassifier  # noqa: E402
 from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.model import BertModel  # noqa: E402
+from bert_tf.optimization import OptimizerConfig, WarmupLinearDecay, create_optimizer  # noqa: E402
+from bert_tf.preprocessor import BertPreprocessor  # noqa: E402
 from bert_tf.pretrainer import BertPretrainer  # noqa: E402
+from bert_tf.span_labeler import BertSpanLabeler  # noqa: E402
+from bert_tf.token_classifier import BertTokenClassifier  # noqa: E402
+from bert_tf.tokenizer import BertTokenizer  # noqa: E402
+from bert_tf.vocabulary import Vocabulary, check_casing, learn_vocabulary  # noqa: E402
+from bert_tf.word_alignment import IGNORE_LABEL, align_word_labels, first_piece_positions, word_predictions  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "IGNORE_LABEL",
+    "BertClassifier",
     "BertConfig",
     "BertModel",
+    "BertPreprocessor",
     "BertPretrainer",
+    "BertSpanLabeler",
+    "BertTokenClassifier",
+    "BertTokenizer",
+    "OptimizerConfig",
+    "Vocabulary",
+    "WarmupLinearDecay",
     "__version__",
+    "align_word_labels",
+    "check_casing",
+    "create_optimizer",
+    "first_piece_positions",
     "from_pretrained",
+    "learn_vocabulary",
+    "metrics",
     "read_checkpoint",
     "save_pretrained",
+    "word_predictions",
     "write_hf_directory",
 ]

@@ -11,6 +11,10 @@ Example:
     >>> type(optimizer).__name__, optimizer.weight_decay, optimizer.global_clipnorm
     ('AdamW', 0.01, 1.0)
 
+The optimizers are Keras' AdamW and Lamb with two fixes (see `_BertRecipe`): their
+weight-decay exclusions are saved with them, and under a distribution strategy the
+global norm is that of the summed gradient, as in BERT.
+
 Differences from the original recipe, all from Keras' built-in optimizers:
 - AdamW corrects the bias of its moment estimates (Hugging Face's AdamW does too;
   google-research/bert's `AdamWeightDecayOptimizer` does not).
@@ -71,12 +75,18 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
-class _SavesDecayExclusions:
-    """Takes the weight-decay exclusions as an argument and keeps them in `get_config`.
+class _BertRecipe:
+    """What BERT's recipe needs from an optimizer beyond Keras' own (mixed into AdamW and Lamb).
 
-    Keras' optimizers take them through `exclude_from_weight_decay()` and leave them out
-    of their config, so an optimizer restored with a `.keras` model (to resume training)
-    would silently decay LayerNorm weights and biases again.
+    1. The weight-decay exclusions are an argument and part of `get_config`. Keras'
+       optimizers take them through `exclude_from_weight_decay()` and leave them out of
+       their config, so an optimizer restored with a `.keras` model (to resume training)
+       would silently decay LayerNorm weights and biases again.
+    2. Under a distribution strategy, `global_clipnorm` clips the norm of the summed
+       gradient. Keras' TensorFlow optimizer clips each replica's share before it sums
+       the shares, which lets the update grow with the number of replicas. This overrides
+       `_clip_gradients`, a private hook of Keras' `Optimizer.apply`;
+       tests/test_mirrored_strategy.py checks it still runs after a Keras upgrade.
     """
 
     def __init__(self, *, exclude_from_weight_decay=(), **kwargs):
@@ -84,18 +94,30 @@ class _SavesDecayExclusions:
         self.weight_decay_exclusions = tuple(exclude_from_weight_decay)
         self.exclude_from_weight_decay(var_names=list(self.weight_decay_exclusions))
 
+    def _clip_gradients(self, grads):
+        context = tf.distribute.get_replica_context()  # None in a cross-replica context
+        replicas = context.num_replicas_in_sync if context else 1
+        if not self.global_clipnorm or replicas == 1:
+            return super()._clip_gradients(grads)
+        # Sum, clip, and hand on each replica's 1/replicas of the result, which Keras sums again.
+        # Embedding gradients arrive as IndexedSlices with repeated rows: made dense, the norm
+        # is the norm of the real gradient, as on one device.
+        dense = [tf.convert_to_tensor(gradient) for gradient in grads]
+        clipped, _ = tf.clip_by_global_norm(context.all_reduce(tf.distribute.ReduceOp.SUM, dense), self.global_clipnorm)
+        return [tf.math.scalar_mul(1.0 / replicas, gradient) for gradient in clipped]
+
     def get_config(self):
         return {**super().get_config(), "exclude_from_weight_decay": list(self.weight_decay_exclusions)}
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class AdamW(_SavesDecayExclusions, keras.optimizers.AdamW):
-    """`keras.optimizers.AdamW` whose `exclude_from_weight_decay` names are saved with it."""
+class AdamW(_BertRecipe, keras.optimizers.AdamW):
+    """`keras.optimizers.AdamW` that saves its weight-decay exclusions and clips the global gradient under a strategy."""
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class Lamb(_SavesDecayExclusions, keras.optimizers.Lamb):
-    """`keras.optimizers.Lamb` whose `exclude_from_weight_decay` names are saved with it."""
+class Lamb(_BertRecipe, keras.optimizers.Lamb):
+    """`keras.optimizers.Lamb` that saves its weight-decay exclusions and clips the global gradient under a strategy."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,7 +181,9 @@ class OptimizerConfig:
         )
 
 
-def create_optimizer(learning_rate: float, num_train_steps: int, num_warmup_steps: int = 0, **settings) -> keras.optimizers.Optimizer:
+def create_optimizer(
+    learning_rate: float, num_train_steps: int, num_warmup_steps: int = 0, **settings
+) -> keras.optimizers.Optimizer:
     """Shorthand for `OptimizerConfig(learning_rate, num_train_steps, num_warmup_steps, **settings).build()`.
 
     `settings` are the other `OptimizerConfig` fields: `optimizer`, `weight_decay`,

@@ -164,8 +164,8 @@ def run_pretraining(
     try:
         with strategy.scope():
             model = _build(config)
-            # Gradient clipping is done in the step below, on the gradient summed over replicas.
-            optimizer = dataclasses.replace(config.optimizer_config(), clipnorm=None).build()
+            # Its global-norm clipping applies to the gradient summed over replicas (bert_tf.optimization).
+            optimizer = config.optimizer_config().build()
             if config.mixed_precision == "mixed_float16":
                 optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
             # Built now, so that a restored checkpoint finds the optimizer's slots to fill.
@@ -191,22 +191,10 @@ def run_pretraining(
             scaled_loss = optimizer.scale_loss(model.loss_and_metrics(features, outputs, denominators))
         return tape.gradient(scaled_loss, model.trainable_variables)
 
-    replicas = strategy.num_replicas_in_sync
-    clipnorm = config.optimizer_config().clipnorm
-
     def train_one_batch(features):
         # XLA may compile the forward and backward pass; what synchronises replicas (the
         # global loss denominators, the gradient sum) stays outside it.
-        gradients = [tf.convert_to_tensor(g) for g in compute_gradients(features, loss_denominators(features))]
-        # Keras clips each replica's gradients before it sums them (its TF optimizer's
-        # _backend_update_step); BERT clips the global gradient, so sum and clip here. Each
-        # replica then hands the optimizer 1/replicas of the clipped sum, which it sums again.
-        gradients = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, gradients)
-        if clipnorm:
-            # Under loss scaling the gradients are scaled too; so is the threshold.
-            scale = optimizer.dynamic_scale if isinstance(optimizer, keras.optimizers.LossScaleOptimizer) else 1.0
-            gradients, _ = tf.clip_by_global_norm(gradients, clipnorm * scale)
-        gradients = [gradient / replicas for gradient in gradients]
+        gradients = compute_gradients(features, loss_denominators(features))
         optimizer.apply_gradients(zip(gradients, model.trainable_variables))
 
     @tf.function(reduce_retracing=True)

@@ -1,0 +1,1 @@
+"""Benchmarks, runnable as modules: `python -m benchmarks.tokenizer`."""

@@ -1,0 +1,102 @@
+"""`BertClassifier`: sentence (or sentence-pair) classification and regression on `pooled_output`.
+
+Example:
+    >>> import numpy as np, bert_tf
+    >>> encoder = bert_tf.BertModel(bert_tf.BertConfig.preset("tiny", vocab_size=100))
+    >>> model = BertClassifier(encoder, num_classes=2, label_names=["negative", "positive"])
+    >>> logits = model({"input_word_ids": np.array([[2, 7, 9, 3]])})
+    >>> tuple(logits.shape)
+    (1, 2)
+    >>> from bert_tf.optimization import create_optimizer
+    >>> model.compile(optimizer=create_optimizer(2e-5, num_train_steps=100))  # loss, metrics: the mode's defaults
+"""
+
+from __future__ import annotations
+
+import keras
+
+from bert_tf.model import BertModel
+from bert_tf.task_model import BertTaskModel
+
+MODES = ("single_label", "multi_label", "regression")
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertClassifier(BertTaskModel):
+    """Dropout and one dense layer on the encoder's `pooled_output`.
+
+    Outputs logits, float32 [batch, num_classes] — not probabilities:
+    - `mode="single_label"`: one class per example (softmax of the logits gives the
+      probabilities); labels are class ids [batch].
+    - `mode="multi_label"`: any number of classes per example (sigmoid of each logit);
+      labels are 0/1 [batch, num_classes]. `num_classes=1` is binary classification.
+    - `mode="regression"`: `num_classes` real-valued targets (e.g. 1 for STS-B); the
+      outputs are the predictions themselves.
+
+    `label_names` (optional, one per class) are saved with the model.
+    """
+
+    def __init__(
+        self,
+        encoder: BertModel,
+        num_classes: int,
+        mode: str = "single_label",
+        dropout: float = 0.1,
+        label_names: list[str] | None = None,
+        **kwargs,
+    ):
+        super().__init__(encoder, **kwargs)
+        if mode not in MODES:
+            raise ValueError(f"BertClassifier: unknown mode {mode!r}; use one of {list(MODES)}.")
+        if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
+            raise ValueError(f"BertClassifier: num_classes must be a positive integer, got {num_classes!r}.")
+        if mode == "single_label" and num_classes < 2:
+            raise ValueError(
+                "BertClassifier: mode='single_label' needs num_classes >= 2; for binary classification with one "
+                "logit use mode='multi_label' with num_classes=1."
+            )
+        if label_names is not None and len(label_names) != num_classes:
+            raise ValueError(
+                f"BertClassifier: got {len(label_names)} label_names for num_classes={num_classes}: {list(label_names)}."
+            )
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"BertClassifier: dropout must be in [0, 1), got {dropout!r}.")
+        self.num_classes = num_classes
+        self.mode = mode
+        self.label_names = None if label_names is None else [str(name) for name in label_names]
+        self.dropout = keras.layers.Dropout(dropout, name="dropout")
+        # float32 logits even under a mixed-precision policy, so the loss is computed in float32.
+        self.classifier = keras.layers.Dense(
+            num_classes, kernel_initializer=self.head_initializer(), dtype="float32", name="logits"
+        )
+        self.classifier.build((None, encoder.config.hidden_size))
+        self.built = True
+
+    def call(self, inputs, training=None):
+        pooled = self.encoder(inputs, training=training)["pooled_output"]
+        return self.classifier(self.dropout(pooled, training=training))
+
+    def default_loss(self) -> keras.losses.Loss:
+        """Sparse categorical cross-entropy, binary cross-entropy (both from logits), or mean squared error."""
+        if self.mode == "single_label":
+            return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        if self.mode == "multi_label":
+            return keras.losses.BinaryCrossentropy(from_logits=True)
+        return keras.losses.MeanSquaredError()
+
+    def default_metrics(self) -> list[keras.metrics.Metric]:
+        """Accuracy (a logit above 0 counts as positive in multi-label mode), or mean absolute error."""
+        if self.mode == "single_label":
+            return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        if self.mode == "multi_label":
+            return [keras.metrics.BinaryAccuracy(threshold=0.0, name="accuracy")]
+        return [keras.metrics.MeanAbsoluteError(name="mae")]
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "num_classes": self.num_classes,
+            "mode": self.mode,
+            "dropout": self.dropout.rate,
+            "label_names": self.label_names,
+        }

@@ -1,0 +1,46 @@
+"""The `bert-tf` command line: one module per subcommand, each only parsing arguments and calling the library.
+
+Commands that need `pipelines` or `serving` import them when they run, so `bert_tf`
+itself never depends on them.
+
+Run `bert-tf --help` or `bert-tf COMMAND --help`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up chatter (CUDA stubs) hides the output
+
+# Subcommand modules of this package, in the order `--help` lists them.
+COMMAND_MODULES = ("prepare_corpus", "vocab", "pretrain", "convert", "serve")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bert-tf", description="BERT for TensorFlow/Keras.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what is loaded, skipped and served")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"bert_tf.cli.{name}").register(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    try:
+        return args.run(args) or 0
+    except (FileNotFoundError, ValueError, OSError) as error:
+        print(f"bert-tf {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"bert-tf {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

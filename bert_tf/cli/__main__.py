@@ -1,0 +1,5 @@
+import sys
+
+from bert_tf.cli import main
+
+sys.exit(main())

@@ -1,0 +1,30 @@
+"""`bert-tf convert`: a Google, Hugging Face, KerasHub or bert-tf checkpoint → a bert-tf or Hugging Face directory."""
+
+from pathlib import Path
+
+
+def register(commands) -> None:
+    parser = commands.add_parser(
+        "convert", help="convert a Google, Hugging Face or KerasHub checkpoint",
+        description="Read a BERT checkpoint (Google TF checkpoint directory, Hugging Face directory, KerasHub "
+                    "preset directory or bert-tf directory) and write it as a bert-tf (keras) or Hugging Face "
+                    "(hf) directory.")
+    parser.add_argument("--from", dest="source", required=True, help="checkpoint directory or prefix")
+    parser.add_argument("--to", required=True, help="output directory")
+    parser.add_argument("--format", choices=["keras", "hf"], default="keras", help="output format (default: keras)")
+    parser.add_argument("--overwrite", action="store_true", help="write into a non-empty output directory")
+    parser.set_defaults(run=run)
+
+
+def run(args) -> None:
+    import bert_tf
+
+    out = Path(args.to)
+    if out.exists() and any(out.iterdir()) and not args.overwrite:
+        raise ValueError(f"{out} exists and is not empty; pass --overwrite to replace its files.")
+    model = bert_tf.from_pretrained(args.source)
+    if args.format == "hf":
+        bert_tf.write_hf_directory(model, out, vocab_file=model.vocab_file, lower_case=model.lower_case)
+    else:
+        bert_tf.save_pretrained(model, out)
+    print(f"Wrote {args.format} model ({model.count_params():,} parameters) to {out}")

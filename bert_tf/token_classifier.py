@@ -1,0 +1,79 @@
+"""`BertTokenClassifier`: one label per token (named entities, part of speech) from `sequence_output`.
+
+Labels are per token [batch, seq], with `IGNORE_LABEL` (-100) on every position that
+does not count: later pieces of a word, special and padding tokens
+(`bert_tf.word_alignment.align_word_labels` makes them from word labels). The default
+loss and metric skip those positions.
+
+Example:
+    >>> import numpy as np, bert_tf
+    >>> encoder = bert_tf.BertModel(bert_tf.BertConfig.preset("tiny", vocab_size=100))
+    >>> model = BertTokenClassifier(encoder, num_labels=3, label_names=["O", "B-PER", "I-PER"])
+    >>> logits = model({"input_word_ids": np.array([[2, 7, 9, 3]])})
+    >>> tuple(logits.shape)
+    (1, 4, 3)
+"""
+
+from __future__ import annotations
+
+import keras
+
+from bert_tf.metrics.masked_accuracy import MaskedSparseCategoricalAccuracy
+from bert_tf.model import BertModel
+from bert_tf.task_model import BertTaskModel
+from bert_tf.word_alignment import IGNORE_LABEL
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertTokenClassifier(BertTaskModel):
+    """Dropout and one dense layer on every token vector; outputs logits, float32 [batch, seq, num_labels].
+
+    `label_names` (optional, one per label id, e.g. BIO tags) are saved with the model.
+    """
+
+    def __init__(
+        self,
+        encoder: BertModel,
+        num_labels: int,
+        label_names: list[str] | None = None,
+        dropout: float = 0.1,
+        **kwargs,
+    ):
+        super().__init__(encoder, **kwargs)
+        if isinstance(num_labels, bool) or not isinstance(num_labels, int) or num_labels < 2:
+            raise ValueError(f"BertTokenClassifier: num_labels must be an integer >= 2, got {num_labels!r}.")
+        if label_names is not None and len(label_names) != num_labels:
+            raise ValueError(
+                f"BertTokenClassifier: got {len(label_names)} label_names for num_labels={num_labels}: {list(label_names)}."
+            )
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"BertTokenClassifier: dropout must be in [0, 1), got {dropout!r}.")
+        self.num_labels = num_labels
+        self.label_names = None if label_names is None else [str(name) for name in label_names]
+        self.dropout = keras.layers.Dropout(dropout, name="dropout")
+        # float32 logits even under a mixed-precision policy, so the loss is computed in float32.
+        self.classifier = keras.layers.Dense(
+            num_labels, kernel_initializer=self.head_initializer(), dtype="float32", name="logits"
+        )
+        self.classifier.build((None, None, encoder.config.hidden_size))
+        self.built = True
+
+    def call(self, inputs, training=None):
+        sequence = self.encoder(inputs, training=training)["sequence_output"]
+        return self.classifier(self.dropout(sequence, training=training))
+
+    def default_loss(self) -> keras.losses.Loss:
+        """Sparse categorical cross-entropy from logits, averaged over the positions not labelled `IGNORE_LABEL`."""
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_LABEL)
+
+    def default_metrics(self) -> list[keras.metrics.Metric]:
+        """Token accuracy over the positions not labelled `IGNORE_LABEL`."""
+        return [MaskedSparseCategoricalAccuracy(name="accuracy")]
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "num_labels": self.num_labels,
+            "label_names": self.label_names,
+            "dropout": self.dropout.rate,
+        }

@@ -1,0 +1,133 @@
+"""`Servable`: one loaded version of a SavedModel, run with the checks TensorFlow Serving makes.
+
+Inputs are checked against the signature in `saved_model.pb` (names, dtypes, ranks and
+fixed dimensions) before the model runs; a bad request is a `ServingError`
+(INVALID_ARGUMENT, or NOT_FOUND for an unknown signature), and so is an error the graph
+itself raises (e.g. `tf.errors.InvalidArgumentError` for invalid UTF-8), with its message.
+
+One deliberate difference from TensorFlow Serving: an unknown signature name is NOT_FOUND
+here; the official server answers FAILED_PRECONDITION.
+
+Example:
+    >>> servable = Servable("/tmp/models/demo/1", version=1)        # doctest: +SKIP
+    >>> servable.predict("serving_default", {"text": np.array([b"hello"], dtype=object)})  # doctest: +SKIP
+    {'label_names': array([[b'negative', b'neutral', b'positive']], dtype=object),
+     'probabilities': array([[0.2, 0.3, 0.5]], dtype=float32)}
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import numpy as np
+import tensorflow as tf
+
+# Registers the tensorflow-text ops (FastBertNormalize, ...) before any SavedModel loads:
+# a model holding a tokenizer fails to load without it (STACK.md, gotcha 1).
+import tensorflow_text  # noqa: F401
+from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2
+from tensorflow_serving.apis import get_model_metadata_pb2
+
+from serving.errors import ServingError
+
+DEFAULT_SIGNATURE = "serving_default"
+SAVED_MODEL_FILE = "saved_model.pb"
+
+
+class Servable:
+    """Version `version` of a model, loaded from the SavedModel directory `path`.
+
+    `max_batch_size` (0: no limit) rejects requests whose batch (the first dimension of
+    the inputs) is larger, as TensorFlow Serving does when batching is configured.
+    """
+
+    def __init__(self, path: str | Path, version: int, max_batch_size: int = 0):
+        self.path = Path(path)
+        self.version = version
+        self.max_batch_size = max_batch_size
+        self._model = tf.saved_model.load(str(self.path), tags=["serve"])
+        self.signature_defs = _read_signature_defs(self.path / SAVED_MODEL_FILE)
+
+    def signature_def(self, name: str) -> meta_graph_pb2.SignatureDef:
+        """The runnable signature `name` ("" means `serving_default`); NOT_FOUND if there is none."""
+        name = name or DEFAULT_SIGNATURE
+        if name not in self._model.signatures:
+            raise ServingError.not_found(
+                f'Serving signature key "{name}" not found. '
+                f"This model has: {', '.join(sorted(self._model.signatures))}."
+            )
+        return self.signature_defs.signature_def[name]
+
+    def predict(
+        self, signature_name: str, inputs: Mapping[str, np.ndarray], output_filter: Iterable[str] = ()
+    ) -> dict[str, np.ndarray]:
+        """Runs a signature on numpy inputs; returns its outputs (only `output_filter`'s, if given)."""
+        name = signature_name or DEFAULT_SIGNATURE
+        signature = self.signature_def(name)
+        self._check_inputs(signature, inputs)
+        wanted = list(dict.fromkeys(output_filter)) or list(signature.outputs)
+        unknown = [key for key in wanted if key not in signature.outputs]
+        if unknown:
+            raise ServingError.invalid_argument(
+                f"output tensor alias not found in signature: {', '.join(unknown)}; "
+                f"the outputs are {', '.join(sorted(signature.outputs))}."
+            )
+        tensors = {
+            key: tf.constant(value, dtype=tf.dtypes.as_dtype(signature.inputs[key].dtype))
+            for key, value in inputs.items()
+        }
+        try:
+            outputs = self._model.signatures[name](**tensors)
+        except tf.errors.OpError as error:
+            raise ServingError.from_tf_error(error) from error
+        return {key: outputs[key].numpy() for key in wanted}
+
+    def _check_inputs(self, signature: meta_graph_pb2.SignatureDef, inputs: Mapping[str, np.ndarray]) -> None:
+        sent, expected = set(inputs), set(signature.inputs)
+        if sent != expected:
+            raise ServingError.invalid_argument(
+                f"input size does not match signature: {len(sent)}!={len(expected)} "
+                f"len({_names(sent)}) != len({_names(expected)}). "
+                f"Sent extra: {_names(sent - expected)}. Missing but required: {_names(expected - sent)}."
+            )
+        for key, value in inputs.items():
+            info = signature.inputs[key]
+            expected_dtype, sent_dtype = tf.dtypes.as_dtype(info.dtype), _tf_dtype(value)
+            if sent_dtype != expected_dtype:
+                raise ServingError.invalid_argument(
+                    f"Expects arg[{key}] to be {expected_dtype.name} but {sent_dtype.name} is provided"
+                )
+            if info.tensor_shape.unknown_rank:
+                continue
+            dims = [dim.size for dim in info.tensor_shape.dim]
+            if len(dims) != value.ndim or any(want not in (-1, got) for want, got in zip(dims, value.shape)):
+                shape = "[" + ",".join("?" if dim == -1 else str(dim) for dim in dims) + "]"
+                raise ServingError.invalid_argument(
+                    f"Input {key} has shape {list(value.shape)}, but the signature expects {shape}."
+                )
+        batch = max((value.shape[0] for value in inputs.values() if value.ndim), default=0)
+        if self.max_batch_size and batch > self.max_batch_size:
+            raise ServingError.invalid_argument(
+                f"Batch size {batch} is larger than the server's maximum batch size {self.max_batch_size} "
+                "(--max_batch_size); send smaller batches (the clients' max_batch_size splits them)."
+            )
+
+
+def _read_signature_defs(path: Path) -> get_model_metadata_pb2.SignatureDefMap:
+    """The SignatureDefs of the "serve" MetaGraph, as TensorFlow Serving's metadata reports them."""
+    saved_model = saved_model_pb2.SavedModel.FromString(path.read_bytes())
+    graphs = [graph for graph in saved_model.meta_graphs if "serve" in graph.meta_info_def.tags]
+    result = get_model_metadata_pb2.SignatureDefMap()
+    for key, signature in (graphs or saved_model.meta_graphs)[0].signature_def.items():
+        result.signature_def[key].CopyFrom(signature)
+    return result
+
+
+def _tf_dtype(value: np.ndarray) -> tf.DType:
+    # Strings arrive as numpy object arrays of bytes (or as bytes/str arrays from Python callers).
+    return tf.string if value.dtype == object or value.dtype.kind in "SU" else tf.dtypes.as_dtype(value.dtype)
+
+
+def _names(names) -> str:
+    return "{" + ",".join(sorted(names)) + "}"

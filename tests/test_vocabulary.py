@@ -1,0 +1,99 @@
+"""Vocabulary files, special tokens, casing, and vocabulary learning."""
+
+import random
+
+import pytest
+import tensorflow as tf
+
+from bert_tf.tokenizer import BertTokenizer
+from bert_tf.vocabulary import SPECIAL_TOKENS, Vocabulary, check_casing, learn_vocabulary, read_vocab_file
+
+
+def test_reads_official_vocabularies(shared_data):
+    uncased = Vocabulary.from_file(shared_data / "vocab" / "bert-base-uncased-vocab.txt")
+    assert (len(uncased), uncased.lower_case) == (30522, True)
+    assert (uncased.pad_id, uncased.unk_id, uncased.cls_id, uncased.sep_id, uncased.mask_id) == (0, 100, 101, 102, 103)
+    assert uncased.token_id("hello") == 7592
+    cased = Vocabulary.from_file(shared_data / "vocab" / "bert-base-cased-vocab.txt")
+    assert (len(cased), cased.lower_case, cased.token_id("Hello")) == (28996, False, 8667)
+    with pytest.raises(ValueError, match="cased vocabulary"):
+        Vocabulary.from_file(shared_data / "vocab" / "bert-base-cased-vocab.txt", lower_case=True)
+
+
+def test_file_format_details(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_bytes("\ufeff[PAD]\r\n[UNK]\r\n[CLS]\n[SEP]\n[MASK]\nline\u2028sep\nlast".encode("utf-8"))
+    assert read_vocab_file(path) == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "line\u2028sep", "last"]
+    vocabulary = Vocabulary.from_file(path)
+    vocabulary.write(tmp_path / "copy.txt")
+    assert Vocabulary.from_file(tmp_path / "copy.txt") == vocabulary
+
+
+def test_bad_vocabularies_are_clear_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="not found"):
+        Vocabulary.from_file(tmp_path / "missing.txt")
+    (tmp_path / "latin1.txt").write_bytes(b"caf\xe9\n")
+    with pytest.raises(ValueError, match="not UTF-8"):
+        Vocabulary.from_file(tmp_path / "latin1.txt")
+    with pytest.raises(ValueError, match="empty"):
+        Vocabulary(())
+    with pytest.raises(ValueError, match=r"lacks the special tokens \['\[CLS\]', '\[MASK\]'\]"):
+        Vocabulary(("[PAD]", "[UNK]", "[SEP]", "a"))
+    with pytest.raises(ValueError, match="duplicate"):
+        Vocabulary(SPECIAL_TOKENS + ("a", "a"))
+    with pytest.raises(ValueError, match="whitespace"):
+        Vocabulary(SPECIAL_TOKENS + ("a b",))
+    with pytest.raises(ValueError, match="whitespace"):
+        Vocabulary(SPECIAL_TOKENS + ("",))
+    with pytest.raises(KeyError, match="not in the vocabulary"):
+        Vocabulary(SPECIAL_TOKENS).token_id("missing")
+
+
+def test_casing():
+    assert Vocabulary(SPECIAL_TOKENS + ("the", "##s")).lower_case
+    assert not Vocabulary(SPECIAL_TOKENS + ("The",)).lower_case
+    assert not Vocabulary(SPECIAL_TOKENS + ("the",), lower_case=False).lower_case  # stated, not contradicted
+    check_casing(True, True)
+    check_casing(False, False)
+    with pytest.raises(ValueError, match=r"tokenizer lower-cases \(uncased\) but the checkpoint .* keeps case"):
+        check_casing(True, False)
+    with pytest.raises(ValueError, match="lower_case=True"):
+        check_casing(False, True)
+
+
+def _write_corpus(path, lines=600, seed=0):
+    rng = random.Random(seed)
+    stems = ["play", "walk", "talk", "jump", "read", "writ", "think", "sing", "Paint", "Build"]
+    endings = ["", "s", "ed", "ing", "er", "ers"]
+    with path.open("w", encoding="utf-8") as file:
+        for _ in range(lines):
+            words = [rng.choice(stems) + rng.choice(endings) for _ in range(rng.randint(3, 12))]
+            file.write(" ".join(words) + rng.choice([".", "!", "?", ", café."]) + "\n")
+
+
+@pytest.mark.parametrize("lower_case", [True, False], ids=["uncased", "cased"])
+def test_learns_a_vocabulary_the_tokenizer_can_use(tmp_path, lower_case):
+    corpus = tmp_path / "corpus.txt"
+    _write_corpus(corpus)
+    out = tmp_path / "vocab.txt"
+    vocabulary = learn_vocabulary([corpus], 120, out, lower_case=lower_case, num_unused=3, progress=False, min_count=2)
+    assert read_vocab_file(out) == list(vocabulary.tokens)
+    assert vocabulary.tokens[:8] == SPECIAL_TOKENS + ("[unused0]", "[unused1]", "[unused2]")
+    assert 80 <= len(vocabulary) <= 120
+    assert vocabulary.lower_case == lower_case
+    assert ("Paint" in vocabulary.tokens) != lower_case
+    assert any("é" in token for token in vocabulary.tokens) != lower_case  # accents stripped when uncased
+    tokenizer = BertTokenizer(out, lower_case=lower_case)
+    ids = tokenizer(tf.constant(corpus.read_text(encoding="utf-8").splitlines())).flat_values.numpy()
+    assert vocabulary.unk_id not in ids
+    assert len(ids) < 2 * len(corpus.read_text(encoding="utf-8").split())  # whole words and common pieces
+
+
+def test_learning_bad_arguments(tmp_path):
+    with pytest.raises(FileNotFoundError, match="not found"):
+        learn_vocabulary([tmp_path / "missing.txt"], 100, tmp_path / "vocab.txt")
+    (tmp_path / "empty.txt").write_text("  \n\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="No words"):
+        learn_vocabulary(tmp_path / "empty.txt", 100, tmp_path / "vocab.txt", progress=False)
+    with pytest.raises(ValueError, match="no room"):
+        learn_vocabulary(tmp_path / "empty.txt", 5, tmp_path / "vocab.txt")
