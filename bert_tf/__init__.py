@@ -25,7 +25,13 @@ if keras.backend.backend() != "tensorflow":
 import tensorflow_text  # noqa: E402,F401
 
 from bert_tf import metrics  # noqa: E402
-from bert_tf.checkpoints import from_pretrained, read_checkpoint, save_pretrained, write_hf_directory  # noqa: E402
+from bert_tf.checkpoints import (  # noqa: E402
+    from_pretrained,
+    load_model_directory,
+    read_checkpoint,
+    save_pretrained,
+    write_hf_directory,
+)
 from bert_tf.classifier import BertClassifier  # noqa: E402
 from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.model import BertModel  # noqa: E402
@@ -60,6 +66,7 @@ __all__ = [
     "first_piece_positions",
     "from_pretrained",
     "learn_vocabulary",
+    "load_model_directory",
     "metrics",
     "read_checkpoint",
     "save_pretrained",

@@ -2,13 +2,21 @@
 
 from bert_tf.checkpoints.contents import CheckpointContents, CheckpointMismatchError, assign_weights
 from bert_tf.checkpoints.huggingface import write_hf_directory
-from bert_tf.checkpoints.pretrained import from_pretrained, read_checkpoint, save_pretrained
+from bert_tf.checkpoints.pretrained import (
+    ModelDirectory,
+    from_pretrained,
+    load_model_directory,
+    read_checkpoint,
+    save_pretrained,
+)
 
 __all__ = [
     "CheckpointContents",
     "CheckpointMismatchError",
+    "ModelDirectory",
     "assign_weights",
     "from_pretrained",
+    "load_model_directory",
     "read_checkpoint",
     "save_pretrained",
     "write_hf_directory",

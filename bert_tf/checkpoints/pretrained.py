@@ -8,9 +8,11 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 from bert_tf.checkpoints.contents import CheckpointContents, assign_weights, logger
@@ -32,23 +34,42 @@ def is_bert_tf_directory(path: Path) -> bool:
     return path.is_dir() and (path / MODEL_FILE).is_file()
 
 
-def read_bert_tf_directory(path: str | Path) -> CheckpointContents:
-    """Reads a directory written by `save_pretrained` (the encoder of a task model too)."""
+@dataclasses.dataclass
+class ModelDirectory:
+    """A directory written by `save_pretrained`, loaded: the Keras model and what was saved with it."""
+
+    model: object  # the saved keras.Model: a BertModel, BertPretrainer or task model
+    vocab_file: Path | None
+    lower_case: bool | None
+    metadata: dict  # everything else passed to save_pretrained (seq_length, task, ...)
+
+
+def load_model_directory(path: str | Path) -> ModelDirectory:
+    """Loads a directory written by `save_pretrained` (Keras safe mode: no code runs from the files)."""
     import keras
 
     directory = Path(path)
+    if not is_bert_tf_directory(directory):
+        raise FileNotFoundError(f"{directory} is not a bert-tf model directory (no {MODEL_FILE}).")
     model = keras.saving.load_model(directory / MODEL_FILE, safe_mode=True)
-    encoder = getattr(model, "encoder", model)
     metadata_file = directory / METADATA_FILE
     metadata = json.loads(metadata_file.read_text()) if metadata_file.is_file() else {}
     vocab = directory / "vocab.txt"
+    return ModelDirectory(model, vocab if vocab.is_file() else None, metadata.pop("lower_case", None), metadata)
+
+
+def read_bert_tf_directory(path: str | Path) -> CheckpointContents:
+    """Reads a directory written by `save_pretrained`: the encoder's weights, and the heads of a pretrainer."""
+    loaded = load_model_directory(path)
+    model = loaded.model
+    with_names = model if hasattr(model, "google_weights") else model.encoder  # task models: their encoder
     return CheckpointContents(
-        config=encoder.config,
-        weights={name: variable.numpy() for name, variable in encoder.google_weights().items()},
-        source=str(directory),
+        config=getattr(model, "encoder", model).config,
+        weights={name: variable.numpy() for name, variable in with_names.google_weights().items()},
+        source=str(path),
         format="bert_tf",
-        vocab_file=vocab if vocab.is_file() else None,
-        lower_case=metadata.get("lower_case"),
+        vocab_file=loaded.vocab_file,
+        lower_case=loaded.lower_case,
     )
 
 
@@ -112,15 +133,32 @@ def from_pretrained(path_or_preset, config: BertConfig | None = None):
     return model
 
 
-def save_pretrained(model, out_dir: str | Path, vocab_file=None, lower_case: bool | None = None) -> Path:
-    """Writes `model` (an encoder or a task model) as a bert-tf directory that `from_pretrained` reads."""
+def save_pretrained(model, out_dir: str | Path, vocab_file=None, lower_case: bool | None = None,
+                    **metadata) -> Path:
+    """Writes `model` (an encoder, a pretrainer or a task model) as a bert-tf directory.
+
+    The directory holds `model.keras`, `vocab.txt` and `bert_tf.json` (the casing and any
+    other `metadata`, e.g. `seq_length=128`, JSON-serializable). It is written next to
+    `out_dir` first and moved into place at the end, so a failure never leaves a
+    half-written directory, and an existing one is replaced whole.
+    """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save(out / MODEL_FILE)
-    vocab_file = vocab_file or getattr(model, "vocab_file", None)
-    if vocab_file is not None and Path(vocab_file).resolve() != (out / "vocab.txt").resolve():
-        shutil.copyfile(vocab_file, out / "vocab.txt")
+    vocab_file = vocab_file or getattr(getattr(model, "encoder", model), "vocab_file", None)
     if lower_case is None:
-        lower_case = getattr(model, "lower_case", None)
-    (out / METADATA_FILE).write_text(json.dumps({"lower_case": lower_case}, indent=2) + "\n")
+        lower_case = getattr(getattr(model, "encoder", model), "lower_case", None)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        model.save(staging / MODEL_FILE)
+        if vocab_file is not None:
+            shutil.copyfile(vocab_file, staging / "vocab.txt")
+        (staging / METADATA_FILE).write_text(json.dumps({"lower_case": lower_case, **metadata}, indent=2) + "\n")
+        if out.exists():
+            retired = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+            out.rename(retired / out.name)
+            shutil.rmtree(retired)
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return out
