@@ -34,6 +34,7 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=find_packages(include=["bert_tf", "bert_tf.*", "pipelines", "pipelines.*", "serving", "serving.*"]),
+    package_data={"bert_tf": ["demo_data/*"]},
     install_requires=INSTALL_REQUIRES,
     extras_require={"test": TEST_REQUIRES},
     entry_points={"console_scripts": ["bert-tf=bert_tf.cli:main"]},

@@ -113,11 +113,13 @@ class BertPretrainer(keras.Model):
         self.mlm_loss_tracker.update_state(mlm_loss * replicas)
         self.nsp_loss_tracker.update_state(nsp_loss * replicas)
         weights = tf.cast(x["masked_lm_weights"], tf.float32)
-        mlm_correct = tf.cast(tf.argmax(y_pred["mlm_logits"], -1, output_type=tf.int32) == tf.cast(x["masked_lm_ids"], tf.int32), tf.float32)
+        # tf.equal, not ==: `==` gives a result of unknown rank when the batch sizes are not both static.
+        mlm_predictions = tf.argmax(y_pred["mlm_logits"], -1, output_type=tf.int32)
+        mlm_correct = tf.cast(tf.equal(mlm_predictions, tf.cast(x["masked_lm_ids"], tf.int32)), tf.float32)
         self.mlm_accuracy_tracker.update_state(mlm_correct, sample_weight=weights)
         labels = tf.reshape(tf.cast(x["next_sentence_labels"], tf.int32), [-1])
         self.nsp_accuracy_tracker.update_state(
-            tf.cast(tf.argmax(y_pred["nsp_logits"], -1, output_type=tf.int32) == labels, tf.float32)
+            tf.cast(tf.equal(tf.argmax(y_pred["nsp_logits"], -1, output_type=tf.int32), labels), tf.float32)
         )
         return mlm_loss + nsp_loss
 

@@ -56,6 +56,12 @@ def _check_files(files: Sequence[str]) -> list[str]:
     return paths
 
 
+def _feature_shape(name: str, seq_length: int, max_predictions_per_seq: int) -> list:
+    if name == "next_sentence_labels":
+        return [None]
+    return [None, max_predictions_per_seq if name.startswith("masked_lm") else seq_length]
+
+
 def pretraining_dataset(
     files: Sequence[str],
     vocab_file: str,
@@ -119,7 +125,7 @@ def pretraining_dataset(
         type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length)
         positions, weights = tf_text.pad_model_inputs(positions, max_predictions_per_seq)
         labels, _ = tf_text.pad_model_inputs(labels, max_predictions_per_seq)
-        return {
+        features = {
             "input_word_ids": word_ids,
             "input_mask": input_mask,
             "input_type_ids": type_ids,
@@ -128,6 +134,8 @@ def pretraining_dataset(
             "masked_lm_weights": tf.cast(weights, tf.float32),
             "next_sentence_labels": pairs["next_sentence_labels"],
         }
+        return {name: tf.ensure_shape(value, _feature_shape(name, seq_length, max_predictions_per_seq))
+                for name, value in features.items()}
 
     windows = dataset.ragged_batch(documents_per_window)
     pair_seeds = tf.data.Dataset.random(seed=seed).batch(2)

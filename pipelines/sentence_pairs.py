@@ -92,7 +92,7 @@ def pair_spans(lengths: tf.RaggedTensor, max_num_tokens, short_seq_prob, seed):
                 chunk_start = i + 1
                 chunk_length = 0
             i += 1
-    columns = tf.unstack(tf.reshape(pairs.stack(), [-1, len(SPAN_FIELDS)]), axis=1)
+    columns = tf.unstack(tf.ensure_shape(tf.reshape(pairs.stack(), [-1, len(SPAN_FIELDS)]), [None, len(SPAN_FIELDS)]), axis=1)
     return dict(zip(SPAN_FIELDS, columns))
 
 

@@ -17,7 +17,7 @@ PIECES = ["##x", "##y", "##z"]
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    """A vocabulary and two files of 60 documents of random sentences; some words split into pieces."""
+    """A vocabulary and two files of 30 documents of random sentences each; some words split into pieces."""
     directory = tmp_path_factory.mktemp("corpus")
     vocab = directory / "vocab.txt"
     vocab.write_text("\n".join(SPECIALS + WORDS + PIECES) + "\n")
@@ -27,7 +27,7 @@ def corpus(tmp_path_factory):
         documents = []
         for _ in range(30):
             sentences = []
-            for _ in range(rng.integers(3, 25)):
+            for _ in range(rng.integers(3, 60)):
                 words = [w + ("xyz" if rng.random() < 0.2 else "") for w in rng.choice(WORDS, rng.integers(3, 15))]
                 sentences.append(" ".join(words) + " .".replace(" .", ""))
             documents.append("\n".join(sentences))
@@ -78,7 +78,6 @@ def test_masking_statistics(corpus):
     assert as_mask == pytest.approx(0.8, abs=0.02)
     assert unchanged == pytest.approx(0.1, abs=0.02)
     assert 1 - as_mask - unchanged == pytest.approx(0.1, abs=0.02)
-    assert plain["next_sentence_labels"].mean() == pytest.approx(0.5, abs=0.1)
 
 
 def test_masks_differ_between_passes_over_the_same_data(corpus):
@@ -148,3 +147,33 @@ def test_missing_files_are_clear_errors(tmp_path, corpus):
     _, vocab = corpus
     with pytest.raises(FileNotFoundError, match="not found"):
         pretraining_dataset([str(tmp_path / "missing.txt")], vocab)
+
+
+def test_next_sentence_labels_are_balanced(corpus):
+    files, vocab = corpus
+    labels = collect(pretraining_dataset(files, vocab, 128, 20, batch_size=128, seed=11), 8)["next_sentence_labels"]
+    assert labels.mean() == pytest.approx(0.5, abs=0.03)
+
+
+def test_pretrain_command_trains_and_writes_a_model(tmp_path, corpus):
+    import subprocess
+    import sys
+
+    import bert_tf
+
+    files, vocab = corpus
+    config = tmp_path / "bert_config.json"
+    bert_tf.BertConfig(vocab_size=108, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                       intermediate_size=64, max_position_embeddings=32).write_json(config)
+    result = subprocess.run(
+        [sys.executable, "-m", "bert_tf.cli", "pretrain", "--corpus", *files, "--vocab", vocab, "--config", str(config),
+         "--out", str(tmp_path / "run"), "--steps", "4", "--batch-size", "8", "--seq-length", "32",
+         "--max-predictions-per-seq", "5", "--num-warmup-steps", "1", "--checkpoint-every", "2", "--log-every", "2",
+         "--xla"],
+        capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Trained to step 4" in result.stdout
+    pretrainer = bert_tf.BertPretrainer.from_pretrained(tmp_path / "run" / "model")
+    assert pretrainer.encoder.config.hidden_size == 32
+    assert (tmp_path / "run" / "model" / "vocab.txt").read_text() == open(vocab).read()
+    assert list((tmp_path / "run" / "logs").iterdir())  # TensorBoard events

@@ -1,0 +1,151 @@
+"""`ClassificationTask`: sentence and sentence-pair classification (GLUE), single- or multi-label.
+
+Text is tokenized in the graph (`BertTokenizer`/`BertPreprocessor` in `tf.data`). Scores:
+accuracy, macro-F1, Matthews correlation and per-class precision/recall/F1; for two
+classes also `f1`, the F1 of the second class (GLUE's positive class "1" for MRPC and QQP).
+Multi-label: a class is predicted when its sigmoid is at least 0.5; `accuracy` is the
+share of examples with exactly the right set of labels.
+
+Example:
+    >>> task = ClassificationTask(tokenizer, seq_length=128)  # doctest: +SKIP
+    >>> train = task.prepare(task.read("sst2/train.tsv", fit_labels=True), training=True)  # doctest: +SKIP
+    >>> task.label_names  # doctest: +SKIP
+    ['0', '1']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import tensorflow as tf
+
+from bert_tf.classifier import BertClassifier
+from bert_tf.metrics import SparseCategoricalFocalLoss, class_weights, classification_report, precision_recall_f1
+from pipelines.classification_data import ClassificationExamples, read_classification_file, tokenized_dataset
+from pipelines.finetune_task import FinetuneTask
+from pipelines.labels import encode_labels, label_vocabulary
+
+
+@dataclasses.dataclass
+class ClassificationData:
+    examples: ClassificationExamples
+    labels: np.ndarray | None  # class ids [n] (int32), or 0/1 [n, classes] (float32, multi-label)
+
+
+class ClassificationTask(FinetuneTask):
+    name = "classify"
+
+    def __init__(self, tokenizer, seq_length, columns=(None, None, None), multi_label=False, label_separator="|",
+                 label_names=None):
+        super().__init__(tokenizer, seq_length)
+        self.columns = tuple(columns)
+        self.multi_label = bool(multi_label)
+        self.label_separator = label_separator
+        self.label_names = None if label_names is None else list(label_names)
+
+    @property
+    def text_pair(self) -> bool:
+        return self.columns[1] is not None
+
+    def read(self, path, fit_labels=False, need_labels=True) -> ClassificationExamples:
+        text, pair, label = self.columns
+        examples = read_classification_file(path, text, pair, label, multi_label=self.multi_label,
+                                            label_separator=self.label_separator, need_labels=need_labels)
+        if self.label_names is None and not fit_labels:
+            raise ValueError("ClassificationTask: learn the labels from the training file first (fit_labels=True).")
+        if fit_labels:
+            self.columns = examples.columns  # the dev file and the saved model use the same columns
+            labels = [name for labels in examples.labels for name in labels] if self.multi_label else examples.labels
+            self.label_names = label_vocabulary(labels)
+            if not self.multi_label and len(self.label_names) < 2:
+                raise ValueError(f"{path}: only one label ({self.label_names[0]!r}); classification needs two or more.")
+        return examples
+
+    def prepare(self, examples: ClassificationExamples, training: bool) -> ClassificationData:
+        if self.text_pair and examples.text_pairs is None:
+            raise ValueError(f"{examples.source}: the model classifies text pairs; name the second text's column.")
+        if examples.labels is None:
+            return ClassificationData(examples, None)
+        if not self.multi_label:
+            ids = encode_labels(examples.labels, self.label_names, examples.source, examples.lines)
+            return ClassificationData(examples, np.array(ids, np.int32))
+        multi_hot = np.zeros([len(examples), len(self.label_names)], np.float32)
+        for row, (labels, line) in enumerate(zip(examples.labels, examples.lines)):
+            multi_hot[row, encode_labels(labels, self.label_names, examples.source, [line] * len(labels))] = 1.0
+        return ClassificationData(examples, multi_hot)
+
+    def dataset(self, data: ClassificationData):
+        pairs = data.examples.text_pairs if self.text_pair else None
+        features, lengths = tokenized_dataset(data.examples.texts, pairs, self.tokenizer, self.seq_length)
+        if data.labels is None:
+            return features, lengths
+        return tf.data.Dataset.zip((features, tf.data.Dataset.from_tensor_slices(data.labels))), lengths
+
+    def build_model(self, encoder, dropout):
+        return BertClassifier(encoder, num_classes=len(self.label_names), dropout=dropout,
+                              mode="multi_label" if self.multi_label else "single_label", label_names=self.label_names)
+
+    def loss(self, config, data):
+        if not config.focal_loss:
+            return "auto"
+        alpha = None
+        if config.class_weights:
+            weights = class_weights(data.labels)
+            alpha = [weights.get(index, 1.0) for index in range(len(self.label_names))]
+        return SparseCategoricalFocalLoss(gamma=config.focal_gamma, alpha=alpha)
+
+    def class_weight(self, config, data):
+        # With focal loss the weights are its alpha instead (see `loss`), not applied twice.
+        return class_weights(data.labels) if config.class_weights and not config.focal_loss else None
+
+    def scores(self, data: ClassificationData, outputs) -> dict:
+        logits = np.stack(outputs)
+        if self.multi_label:
+            return self._multi_label_scores(data.labels.astype(bool), logits >= 0.0)
+        report = classification_report(data.labels, logits.argmax(axis=1), self.label_names)
+        if len(self.label_names) == 2:
+            report["f1"] = report["per_class"][self.label_names[1]]["f1"]
+        return report
+
+    def _multi_label_scores(self, truth: np.ndarray, predicted: np.ndarray) -> dict:
+        per_class = {}
+        for index, name in enumerate(self.label_names):
+            scores = precision_recall_f1(truth[:, index], predicted[:, index], classes=[True])
+            per_class[name] = {key: (int if key == "support" else float)(value[0]) for key, value in scores.items()}
+        true_positives = float((truth & predicted).sum())
+        micro_precision = true_positives / max(predicted.sum(), 1)
+        micro_recall = true_positives / max(truth.sum(), 1)
+        return {
+            "accuracy": float((truth == predicted).all(axis=1).mean()),
+            "macro_f1": float(np.mean([scores["f1"] for scores in per_class.values()])),
+            "micro_f1": 2 * micro_precision * micro_recall / (micro_precision + micro_recall)
+            if micro_precision + micro_recall else 0.0,
+            "per_class": per_class,
+        }
+
+    def predictions(self, data: ClassificationData, outputs) -> list[dict]:
+        logits = np.stack(outputs).astype(np.float64)
+        if self.multi_label:
+            probabilities = 1.0 / (1.0 + np.exp(-logits))
+            return [{"labels": [name for name, p in zip(self.label_names, row) if p >= 0.5],
+                     "probabilities": dict(zip(self.label_names, row.tolist()))} for row in probabilities]
+        exp = np.exp(logits - logits.max(axis=1, keepdims=True))
+        probabilities = exp / exp.sum(axis=1, keepdims=True)
+        return [{"label": self.label_names[int(row.argmax())], "probability": float(row.max()),
+                 "probabilities": dict(zip(self.label_names, row.tolist()))} for row in probabilities]
+
+    def settings(self) -> dict:
+        return {"columns": list(self.columns), "multi_label": self.multi_label,
+                "label_separator": self.label_separator, "label_names": self.label_names}
+
+    def examples_from_texts(self, texts, text_pairs=None) -> ClassificationExamples:
+        """Examples to predict, from strings (one per text, and a second text each for pair models)."""
+        if self.text_pair != (text_pairs is not None):
+            raise ValueError("This model classifies text pairs: give a second text for each text."
+                             if self.text_pair else "This model classifies single texts; it takes no second text.")
+        if text_pairs is not None and len(text_pairs) != len(texts):
+            raise ValueError(f"Got {len(texts)} texts but {len(text_pairs)} second texts.")
+        return ClassificationExamples("<texts>", self.columns, list(texts),
+                                      None if text_pairs is None else list(text_pairs), None,
+                                      list(range(1, len(texts) + 1)))

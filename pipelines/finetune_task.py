@@ -1,0 +1,132 @@
+"""`FinetuneTask`: what fine-tuning, evaluation and prediction need from a task, in one interface.
+
+A task reads its files, learns its labels from the training data, turns examples into
+model inputs, builds its Keras head, scores model outputs, and turns outputs into plain
+Python predictions. `pipelines.finetune` and `pipelines.prediction` only call these
+methods; the three tasks are `ClassificationTask`, `NerTask` and `SquadTask`.
+
+Flow:
+    task = task_from_config(config, tokenizer)
+    train = task.prepare(task.read(train_file, fit_labels=True), training=True)
+    dev = task.prepare(task.read(dev_file), training=False)
+    model = task.build_model(encoder, dropout)
+    model.fit(task.training_batches(train, batch_size, ...))
+    task.evaluate(model, dev, batch_size)        # {"accuracy": ..., ...}
+    task.settings()                              # saved with the model, read back by task_from_directory
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+from bert_tf.finetuning import FinetuneConfig
+from bert_tf.tokenizer import BertTokenizer
+from pipelines.bucketing import batch_examples
+from pipelines.model_outputs import predict_examples
+
+
+class FinetuneTask:
+    """Base class: the shared batching and evaluation; subclasses fill in the task-specific parts."""
+
+    name = ""
+    per_position = False  # the model's outputs are per token ([batch, length, ...])
+    label_padding = 0  # the label of padding positions (per-token labels only)
+
+    def __init__(self, tokenizer: BertTokenizer, seq_length: int):
+        self.tokenizer = tokenizer
+        self.seq_length = seq_length
+
+    # ----- the task's own parts ------------------------------------------------------------
+
+    def read(self, path, fit_labels: bool = False, need_labels: bool = True):
+        """The examples of a data file; `fit_labels`: learn the label names from them (the training file)."""
+        raise NotImplementedError
+
+    def prepare(self, examples, training: bool):
+        """Examples → a data object holding what `batches` and `scores` need (labels checked against the model's)."""
+        raise NotImplementedError
+
+    def dataset(self, data) -> tuple[tf.data.Dataset, list[int]]:
+        """One element per model input sequence (unpadded), and the sequences' lengths."""
+        raise NotImplementedError
+
+    def build_model(self, encoder, dropout: float) -> keras.Model:
+        raise NotImplementedError
+
+    def loss(self, config: FinetuneConfig, data):
+        """The loss to compile with ("auto": the head's default)."""
+        return "auto"
+
+    def class_weight(self, config: FinetuneConfig, data) -> dict | None:
+        """`fit(class_weight=...)`, or None."""
+        return None
+
+    def scores(self, data, outputs: list) -> dict:
+        """Evaluation scores from the model outputs of every sequence."""
+        raise NotImplementedError
+
+    def predictions(self, data, outputs: list) -> list:
+        """Plain Python predictions, one per example."""
+        raise NotImplementedError
+
+    def settings(self) -> dict:
+        """What a saved model needs to rebuild this task (JSON-serializable), besides task and seq_length."""
+        raise NotImplementedError
+
+    # ----- shared ------------------------------------------------------------------------
+
+    def training_batches(self, data, batch_size: int, bucketing: bool, seed: int | None) -> tf.data.Dataset:
+        dataset, lengths = self.dataset(data)
+        return batch_examples(dataset, lengths, batch_size, self.seq_length, training=True, bucketing=bucketing,
+                              seed=seed, pad_id=self.tokenizer.vocabulary.pad_id, label_padding=self.label_padding)
+
+    def outputs(self, model: keras.Model, data, batch_size: int, progress: bool = False) -> list:
+        """The model's outputs for every sequence of `data`, in order."""
+        dataset, lengths = self.dataset(data)
+        batches = batch_examples(dataset, lengths, batch_size, self.seq_length, training=False,
+                                 pad_id=self.tokenizer.vocabulary.pad_id, label_padding=self.label_padding)
+        return predict_examples(model, batches, per_position=self.per_position, progress=progress)
+
+    def evaluate(self, model: keras.Model, data, batch_size: int, progress: bool = False) -> dict:
+        return self.scores(data, self.outputs(model, data, batch_size, progress))
+
+    def predict(self, model: keras.Model, data, batch_size: int, progress: bool = False) -> list:
+        return self.predictions(data, self.outputs(model, data, batch_size, progress))
+
+
+def task_from_config(config: FinetuneConfig, tokenizer: BertTokenizer) -> FinetuneTask:
+    """A new task (labels not yet learned) for a fine-tuning run."""
+    from pipelines.classification_task import ClassificationTask
+    from pipelines.ner_task import NerTask
+    from pipelines.squad_task import SquadTask
+
+    seq_length = config.sequence_length()
+    if config.task == "classify":
+        return ClassificationTask(tokenizer, seq_length, columns=(config.text_column, config.text_pair_column,
+                                                                  config.label_column),
+                                  multi_label=config.multi_label, label_separator=config.label_separator)
+    if config.task == "ner":
+        return NerTask(tokenizer, seq_length)
+    return SquadTask(tokenizer, seq_length, doc_stride=config.doc_stride, max_query_length=config.max_query_length,
+                     max_answer_length=config.max_answer_length, n_best_size=config.n_best_size,
+                     null_score_threshold=config.null_score_threshold)
+
+
+def task_from_directory(directory) -> FinetuneTask:
+    """The task of a fine-tuned model directory (`bert_tf.load_model_directory`), with its saved settings."""
+    from pipelines.classification_task import ClassificationTask
+    from pipelines.ner_task import NerTask
+    from pipelines.squad_task import SquadTask
+
+    metadata = directory.metadata
+    tasks = {"classify": ClassificationTask, "ner": NerTask, "squad": SquadTask}
+    if metadata.get("task") not in tasks:
+        raise ValueError(
+            f"The model directory holds a {metadata.get('task', 'model without a task')!r}, not a fine-tuned "
+            f"model of a task {sorted(tasks)} (bert-tf finetune writes those)."
+        )
+    if directory.vocab_file is None:
+        raise ValueError("The model directory has no vocab.txt.")
+    tokenizer = BertTokenizer(directory.vocab_file, directory.lower_case)
+    return tasks[metadata["task"]](tokenizer, int(metadata["seq_length"]), **metadata.get("settings", {}))
