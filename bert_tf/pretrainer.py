@@ -88,6 +88,7 @@ class BertPretrainer(keras.Model):
         self.next_sentence = NextSentenceHead(encoder.config, name="next_sentence")
         self.masked_lm.build()
         self.next_sentence.build()
+        self.built = True  # every weight exists now; nothing depends on the input shape
         self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
         self.nsp_loss_tracker = keras.metrics.Mean(name="nsp_loss")
         self.mlm_accuracy_tracker = keras.metrics.Mean(name="mlm_accuracy")

@@ -74,7 +74,7 @@ def pretraining_dataset(
     lower_case: bool | None = None,
     seed: int | None = None,
     repeat: bool = True,
-    documents_per_window: int = 8,
+    documents_per_window: int = 4,
     shuffle_buffer: int = 2048,
     input_context: tf.distribute.InputContext | None = None,
 ) -> tf.data.Dataset:

@@ -230,7 +230,8 @@ def run_pretraining(
         if current % config.checkpoint_every == 0 or current == last_step:
             manager.save(checkpoint_number=current)
     if chief:
-        save_pretrained(model, output_dir / "model", vocab_file=config.vocab_file, lower_case=config.lower_case)
+        save_pretrained(model, output_dir / "model", vocab_file=config.vocab_file, lower_case=config.lower_case,
+                        task="pretrainer", seq_length=config.seq_length)
     else:
         shutil.rmtree(checkpoint_dir, ignore_errors=True)
     return PretrainingResult(model=model, step=int(step.numpy()), metrics=metrics, checkpoint=manager.latest_checkpoint)
