@@ -145,7 +145,7 @@ def _longest_first(segments, budget):
     first, second = segments
     n_first, n_second = first.row_lengths(), second.row_lengths()
     shorter = tf.minimum(n_first, n_second)
-    half = budget // 2
+    half = tf.constant(budget // 2, shorter.dtype)  # a Python int would be int32 in a graph (tf.data)
     # Both longer than half: halves, the odd token to the longer (to B on a tie); else the
     # shorter one is kept whole and the other gets the rest.
     keep_shorter = tf.where(shorter > half, half, shorter)

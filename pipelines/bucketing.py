@@ -91,3 +91,15 @@ def batch_examples(
         dataset = dataset.padded_batch(batch_size, padding_values=padding)
     batches = count_batches(lengths, batch_size, seq_length, bucketing)
     return dataset.apply(tf.data.experimental.assert_cardinality(batches)).prefetch(tf.data.AUTOTUNE)
+
+
+def rows_dataset(columns) -> tf.data.Dataset:
+    """One example per row of `columns` (a structure of arrays and 2-D `tf.RaggedTensor`s), each row a dense tensor.
+
+    `from_tensor_slices` gives a ragged column's rows a ragged type spec, which
+    `padded_batch` refuses; inside `map` they are plain tensors, so an identity map fixes the spec.
+    """
+    dataset = tf.data.Dataset.from_tensor_slices(columns)
+    if isinstance(columns, tuple):
+        return dataset.map(lambda *row: row)
+    return dataset.map(lambda row: row)

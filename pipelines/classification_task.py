@@ -1,6 +1,7 @@
 """`ClassificationTask`: sentence and sentence-pair classification (GLUE), single- or multi-label.
 
-Text is tokenized in the graph (`BertTokenizer`/`BertPreprocessor` in `tf.data`). Scores:
+Text is tokenized in the graph (`BertPreprocessor` in a `tf.function`, see
+`pipelines.classification_data.TextPacker`), once per file. Scores:
 accuracy, macro-F1, Matthews correlation and per-class precision/recall/F1; for two
 classes also `f1`, the F1 of the second class (GLUE's positive class "1" for MRPC and QQP).
 Multi-label: a class is predicted when its sigmoid is at least 0.5; `accuracy` is the
@@ -18,11 +19,11 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import tensorflow as tf
 
 from bert_tf.classifier import BertClassifier
 from bert_tf.metrics import SparseCategoricalFocalLoss, class_weights, classification_report, precision_recall_f1
-from pipelines.classification_data import ClassificationExamples, read_classification_file, tokenized_dataset
+from pipelines.bucketing import rows_dataset
+from pipelines.classification_data import ClassificationExamples, TextPacker, read_classification_file
 from pipelines.finetune_task import FinetuneTask
 from pipelines.labels import encode_labels, label_vocabulary
 
@@ -31,6 +32,7 @@ from pipelines.labels import encode_labels, label_vocabulary
 class ClassificationData:
     examples: ClassificationExamples
     labels: np.ndarray | None  # class ids [n] (int32), or 0/1 [n, classes] (float32, multi-label)
+    features: dict  # the model inputs, {name: int32 RaggedTensor [n, (length)]}
 
 
 class ClassificationTask(FinetuneTask):
@@ -43,6 +45,7 @@ class ClassificationTask(FinetuneTask):
         self.multi_label = bool(multi_label)
         self.label_separator = label_separator
         self.label_names = None if label_names is None else list(label_names)
+        self._packer = None  # made when the columns are known (they say whether examples are pairs)
 
     @property
     def text_pair(self) -> bool:
@@ -62,25 +65,31 @@ class ClassificationTask(FinetuneTask):
                 raise ValueError(f"{path}: only one label ({self.label_names[0]!r}); classification needs two or more.")
         return examples
 
+    def subset(self, examples: ClassificationExamples, indices) -> ClassificationExamples:
+        return examples.subset(indices)
+
     def prepare(self, examples: ClassificationExamples, training: bool) -> ClassificationData:
         if self.text_pair and examples.text_pairs is None:
             raise ValueError(f"{examples.source}: the model classifies text pairs; name the second text's column.")
-        if examples.labels is None:
-            return ClassificationData(examples, None)
+        labels = None if examples.labels is None else self._encode(examples)
+        pairs = examples.text_pairs if self.text_pair else None
+        if self._packer is None:
+            self._packer = TextPacker(self.tokenizer, self.seq_length, self.text_pair)
+        return ClassificationData(examples, labels, self._packer(examples.texts, pairs))
+
+    def _encode(self, examples: ClassificationExamples) -> np.ndarray:
         if not self.multi_label:
-            ids = encode_labels(examples.labels, self.label_names, examples.source, examples.lines)
-            return ClassificationData(examples, np.array(ids, np.int32))
+            return np.array(encode_labels(examples.labels, self.label_names, examples.source, examples.lines), np.int32)
         multi_hot = np.zeros([len(examples), len(self.label_names)], np.float32)
         for row, (labels, line) in enumerate(zip(examples.labels, examples.lines)):
             multi_hot[row, encode_labels(labels, self.label_names, examples.source, [line] * len(labels))] = 1.0
-        return ClassificationData(examples, multi_hot)
+        return multi_hot
 
     def dataset(self, data: ClassificationData):
-        pairs = data.examples.text_pairs if self.text_pair else None
-        features, lengths = tokenized_dataset(data.examples.texts, pairs, self.tokenizer, self.seq_length)
+        lengths = data.features["input_word_ids"].row_lengths().numpy()
         if data.labels is None:
-            return features, lengths
-        return tf.data.Dataset.zip((features, tf.data.Dataset.from_tensor_slices(data.labels))), lengths
+            return rows_dataset(data.features), lengths
+        return rows_dataset((data.features, data.labels)), lengths
 
     def build_model(self, encoder, dropout):
         return BertClassifier(encoder, num_classes=len(self.label_names), dropout=dropout,

@@ -43,6 +43,10 @@ class FinetuneTask:
         """The examples of a data file; `fit_labels`: learn the label names from them (the training file)."""
         raise NotImplementedError
 
+    def subset(self, examples, indices):
+        """The examples at `indices` (a random part of the training file)."""
+        return [examples[index] for index in indices]
+
     def prepare(self, examples, training: bool):
         """Examples → a data object holding what `batches` and `scores` need (labels checked against the model's)."""
         raise NotImplementedError

@@ -29,6 +29,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.tokenizer import BertTokenizer
+from pipelines.bucketing import rows_dataset
 from bert_tf.word_alignment import align_word_labels, first_piece_positions, word_predictions
 
 WORDS_PER_CALL = 16384  # words tokenized per graph call
@@ -55,8 +56,8 @@ class NerFeatures:
         ids = ragged(self.input_word_ids)
         features = {"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": tf.zeros_like(ids)}
         if self.labels is None:
-            return tf.data.Dataset.from_tensor_slices(features)
-        return tf.data.Dataset.from_tensor_slices((features, ragged(self.labels)))
+            return rows_dataset(features)
+        return rows_dataset((features, ragged(self.labels)))
 
 
 def word_pieces(sentences: Sequence[Sequence[str]], tokenizer: BertTokenizer) -> list[list[list[int]]]:

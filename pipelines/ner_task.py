@@ -30,6 +30,9 @@ class NerExamples:
     source: str  # the file (named in errors)
     sentences: list[Sentence]  # tags in BIO
 
+    def __len__(self) -> int:
+        return len(self.sentences)
+
 
 @dataclasses.dataclass
 class NerData:
@@ -58,6 +61,9 @@ class NerTask(FinetuneTask):
         elif self.label_names is None:
             raise ValueError("NerTask: learn the tags from the training file first (fit_labels=True).")
         return NerExamples(str(path), sentences)
+
+    def subset(self, examples: NerExamples, indices) -> NerExamples:
+        return NerExamples(examples.source, [examples.sentences[index] for index in indices])
 
     def prepare(self, examples: NerExamples, training: bool) -> NerData:
         sentences = examples.sentences

@@ -33,6 +33,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.tokenizer import BertTokenizer
+from pipelines.bucketing import rows_dataset
 from pipelines.squad import Answer, SquadExample
 
 TEXTS_PER_CALL = 512  # contexts or questions tokenized per graph call
@@ -88,9 +89,9 @@ class SquadFeatures:
         ids = ragged(self.input_word_ids)
         features = {"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": ragged(self.input_type_ids)}
         if self.start_positions is None:
-            return tf.data.Dataset.from_tensor_slices(features)
+            return rows_dataset(features)
         labels = {"start_logits": self.start_positions.astype(np.int32), "end_logits": self.end_positions.astype(np.int32)}
-        return tf.data.Dataset.from_tensor_slices((features, labels))
+        return rows_dataset((features, labels))
 
 
 def _tokenize(texts: Sequence[str], tokenizer: BertTokenizer, with_offsets: bool):

@@ -8,10 +8,14 @@ production should use.
 
 Modules (import them directly; this package file imports nothing, so that the command
 line stays fast):
-    server        `ModelServer` and the `serve` command (flags of `tensorflow_model_server`)
-    grpc_client   `GrpcClient`: Predict, Classify, metadata and status over gRPC
-    rest_client   `RestClient`: predict, classify, metadata and status over REST
-    demo_model    `save_demo_model`: a tiny text classifier SavedModel to try everything on
+    export             `export_saved_model`: a bert-tf model directory → BASE/NAME/<version>/ (README.md)
+    tflite_export      `export_tflite`: the same as a `.tflite` file (ids or raw text in, quantization)
+    tflite_runner      `TfliteModel`: runs such a file (tensorflow-text's TFLite kernels registered)
+    server             `ModelServer` and the `serve` command (flags of `tensorflow_model_server`)
+    grpc_client        `GrpcClient`: Predict, Classify, metadata and status over gRPC
+    rest_client        `RestClient`: predict, classify, metadata and status over REST
+    server_prediction  `ServerPredictor`: `bert-tf predict --server`'s results from a served export
+    demo_model         `save_demo_model`: a tiny text classifier SavedModel to try everything on
 
 Example:
     >>> from serving.demo_model import save_demo_model

@@ -81,7 +81,7 @@ class Servable:
             outputs = self._model.signatures[name](**tensors)
         except tf.errors.OpError as error:
             raise ServingError.from_tf_error(error) from error
-        return {key: outputs[key].numpy() for key in wanted}
+        return {key: _as_array(outputs[key].numpy()) for key in wanted}
 
     def _check_inputs(self, signature: meta_graph_pb2.SignatureDef, inputs: Mapping[str, np.ndarray]) -> None:
         sent, expected = set(inputs), set(signature.inputs)
@@ -127,6 +127,11 @@ def _read_signature_defs(path: Path) -> get_model_metadata_pb2.SignatureDefMap:
 def _tf_dtype(value: np.ndarray) -> tf.DType:
     # Strings arrive as numpy object arrays of bytes (or as bytes/str arrays from Python callers).
     return tf.string if value.dtype == object or value.dtype.kind in "SU" else tf.dtypes.as_dtype(value.dtype)
+
+
+def _as_array(value) -> np.ndarray:
+    # A scalar string output comes back from `.numpy()` as plain bytes: keep it an object array like the others.
+    return np.array(value, dtype=object) if isinstance(value, bytes) else np.asarray(value)
 
 
 def _names(names) -> str:

@@ -17,7 +17,7 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up chatter (CUDA stubs) hides the output
 
 # Subcommand modules of this package, in the order `--help` lists them.
-COMMAND_MODULES = ("prepare_corpus", "vocab", "pretrain", "convert", "serve")
+COMMAND_MODULES = ("quickstart", "prepare_corpus", "vocab", "pretrain", "convert", "serve", "export", "embed", "fill_mask", "attention", "finetune", "evaluate", "predict")
 
 
 def build_parser() -> argparse.ArgumentParser:

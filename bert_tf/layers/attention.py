@@ -41,9 +41,8 @@ class SelfAttention(keras.layers.Layer):
             dense.build(shape)
         self.built = True
 
-    def _split_heads(self, x):
-        """[batch, seq, hidden] → [batch, seq, heads, head_size]."""
-        batch, seq = tf.shape(x)[0], tf.shape(x)[1]
+    def _split_heads(self, x, batch, seq):
+        """[batch·seq, hidden] → [batch, seq, heads, head_size]."""
         return tf.reshape(x, [batch, seq, self.config.num_attention_heads, self.config.head_size])
 
     def call(self, hidden_states, input_mask, training=None):
@@ -52,16 +51,20 @@ class SelfAttention(keras.layers.Layer):
         `input_mask` is the integer [batch, seq] padding mask (1 = real token): passed as
         integers, it is never auto-cast to float16 under mixed precision.
         """
+        batch, seq = tf.shape(hidden_states)[0], tf.shape(hidden_states)[1]
+        # The projections act on each token alone: as one 2-D [batch·seq, hidden] matrix multiply,
+        # which oneDNN runs with the bias add fused in (a 3-D input would add it in a separate pass).
+        tokens = tf.reshape(hidden_states, [-1, self.config.hidden_size])
         # Scaling the queries first is the same product as scaling the scores, on fewer numbers.
-        query = self._split_heads(self.query(hidden_states) * (1.0 / math.sqrt(self.config.head_size)))
-        key = self._split_heads(self.key(hidden_states))
-        value = self._split_heads(self.value(hidden_states))
+        query = self._split_heads(self.query(tokens) * (1.0 / math.sqrt(self.config.head_size)), batch, seq)
+        key = self._split_heads(self.key(tokens), batch, seq)
+        value = self._split_heads(self.value(tokens), batch, seq)
         scores = tf.einsum("bqhd,bkhd->bhqk", query, key)
         probs = tf.nn.softmax(tf.cast(scores, tf.float32) + padding_bias(input_mask), axis=-1)
         dropped = self.probs_dropout(tf.cast(probs, self.compute_dtype), training=training)
         context = tf.einsum("bhqk,bkhd->bqhd", dropped, value)
-        context = tf.reshape(context, tf.shape(hidden_states))
-        return self.output_dense(context), probs
+        context = tf.reshape(context, [-1, self.config.hidden_size])
+        return tf.reshape(self.output_dense(context), tf.shape(hidden_states)), probs
 
     def google_weights(self) -> dict:
         """Variables under Google's names (after `bert/encoder/layer_N/attention/`)."""

@@ -35,9 +35,14 @@ class MaskedLMHead(keras.layers.Layer):
     def call(self, sequence_output, masked_positions, word_embeddings):
         """[batch, seq, hidden], [batch, predictions], [vocab, hidden] → float32 logits [batch, predictions, vocab]."""
         gathered = tf.gather(sequence_output, tf.cast(masked_positions, tf.int32), batch_dims=1)
-        transformed = self.layer_norm(self.dense(gathered))
+        # As one [batch·predictions, hidden] matrix, the vocabulary projection and its gradient for the
+        # embeddings are single matrix multiplies; a batched multiply against the shared matrix would
+        # make a [vocab, hidden] gradient per example and then sum them (several times slower).
+        rows = tf.reshape(gathered, [-1, self.config.hidden_size])
+        transformed = self.layer_norm(self.dense(rows))
         logits = tf.matmul(transformed, tf.cast(word_embeddings, tf.float32), transpose_b=True)
-        return logits + tf.cast(self.output_bias, tf.float32)
+        logits = logits + tf.cast(self.output_bias, tf.float32)
+        return tf.reshape(logits, tf.concat([tf.shape(masked_positions), [self.config.vocab_size]], axis=0))
 
     def google_weights(self) -> dict:
         """Variables under Google's names (after `cls/predictions/`)."""

@@ -47,7 +47,10 @@ class TransformerBlock(keras.layers.Layer):
         attended, probs = self.attention(hidden_states, input_mask, training=training)
         attended = self.attention_dropout(attended, training=training)
         hidden_states = self._add_and_normalize(hidden_states, attended, self.attention_layer_norm)
-        transformed = self.output_dropout(self.output_dense(self.intermediate(hidden_states)), training=training)
+        # Feed-forward on each token alone, as 2-D matrix multiplies: oneDNN fuses the bias and GELU into them.
+        tokens = tf.reshape(hidden_states, [-1, self.config.hidden_size])
+        transformed = tf.reshape(self.output_dense(self.intermediate(tokens)), tf.shape(hidden_states))
+        transformed = self.output_dropout(transformed, training=training)
         return self._add_and_normalize(hidden_states, transformed, self.output_layer_norm), probs
 
     def google_weights(self) -> dict:

@@ -4,7 +4,8 @@ Answers are compared after normalization: lower-case, drop punctuation, drop the
 articles "a", "an", "the", collapse whitespace. F1 is over the words of the
 normalized answers. Each question scores its best over the ground-truth answers;
 the totals are percentages over all questions, a question without a prediction
-scoring 0.
+scoring 0. SQuAD 2.0 (`evaluate-v2.0.py`): an unanswerable question has the ground
+truth [""], and an empty answer scores F1 1 against "" and 0 against anything else.
 
 Example:
     >>> normalize_answer("The  Eiffel Tower!")
@@ -41,6 +42,10 @@ def _exact_match_one(prediction: str, ground_truth: str) -> float:
 def _f1_one(prediction: str, ground_truth: str) -> float:
     prediction_tokens = normalize_answer(prediction).split()
     ground_truth_tokens = normalize_answer(ground_truth).split()
+    if not prediction_tokens or not ground_truth_tokens:
+        # SQuAD 2.0's rule for "no answer" (""): 1 if both are empty, else 0. SQuAD 1.1 answers are
+        # never empty, and an empty prediction scores 0 there as in evaluate-v1.1.py.
+        return float(prediction_tokens == ground_truth_tokens)
     common = sum((Counter(prediction_tokens) & Counter(ground_truth_tokens)).values())
     if common == 0:
         return 0.0

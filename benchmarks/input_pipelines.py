@@ -1,0 +1,143 @@
+"""Input pipelines: tokenizer throughput against Rust `tokenizers`, and the pre-training pipeline against
+what the pre-training step consumes.
+
+1. Tokenize and pack SST-2 train sentences to 128 ids: bert_tf's `tf.data` + `BertPreprocessor`
+   against `tokenizers.BertWordPieceTokenizer.encode_batch` (the functions of
+   `benchmarks.tokenizer`, timed here interleaved). Tokens/s, `[CLS]`/`[SEP]` counted, padding not.
+2. `pipelines.pretraining.pretraining_dataset` on books of the team corpus (prepared with
+   `pipelines.corpus.prepare_corpus` into a temporary directory), batch 32, seq 128: examples/s
+   of one long-lived iterator (steady state), interleaved with training steps
+   (`BertPretrainer.train_on_batch`) of the mini and base models on cached batches and on
+   batches taken from the live pipeline (which keeps preparing the next ones meanwhile). If the live-fed steps are as
+   fast as the cached ones, the pipeline does not limit training (on this 2-core machine the
+   pipeline's threads and the training step share the same cores).
+Skipped when the team data is absent.
+
+    python -m benchmarks.run --only pipelines
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+import tokenizers
+
+import bert_tf
+from benchmarks import tokenizer as tokenizer_benchmark
+from benchmarks.data import prepared_corpus
+from benchmarks.harness import Contender, interleaved, rate_cell
+from benchmarks.report import BenchmarkResult, markdown_table
+from benchmarks.settings import Settings
+
+NAME = "pipelines"
+SEQ_LENGTH = 128
+BATCH_SIZE = 32
+MAX_PREDICTIONS = 20
+OURS_TOKENIZER = "bert_tf tf.data + BertPreprocessor"
+RUST_TOKENIZER = "tokenizers BertWordPieceTokenizer.encode_batch (Rust)"
+PIPELINE = "pretraining_dataset (examples/s of a running iterator)"
+# Batches per timed call: pipeline, and training steps by preset.
+PIPELINE_BATCHES = 20
+TRAINING_STEPS = {"mini": 8, "base": 1}
+
+
+def tokenizer_comparison(settings: Settings) -> tuple[dict, int, int]:
+    """Interleaved timings of the two tokenizers on SST-2 train, the number of sentences and of tokens."""
+    sentences = tokenizer_benchmark.sst2_train_sentences(settings.data_dir)[:2000 if settings.quick else None]
+    preprocessor = bert_tf.BertPreprocessor(bert_tf.BertTokenizer(settings.vocab_file), seq_length=SEQ_LENGTH)
+    reference = tokenizers.BertWordPieceTokenizer(str(settings.vocab_file), lowercase=True)
+    reference.enable_truncation(SEQ_LENGTH)
+    reference.enable_padding(length=SEQ_LENGTH)
+    dataset = tokenizer_benchmark.tf_data_pipeline(preprocessor, sentences, batch_size=1024)
+    tokens = sum(int(tf.reduce_sum(batch["input_mask"])) for batch in dataset)
+    expected = sum(sum(encoding.attention_mask) for encoding in reference.encode_batch(sentences))
+    if tokens != expected:
+        raise RuntimeError(f"pipelines: token counts differ: bert_tf {tokens}, tokenizers {expected}.")
+    contenders = [
+        Contender(OURS_TOKENIZER, lambda: tokenizer_benchmark.time_tf_data(dataset), items=tokens),
+        Contender(RUST_TOKENIZER, lambda: reference.encode_batch(sentences), items=tokens),
+    ]
+    return interleaved(contenders, settings.rounds, max_seconds=settings.max_seconds, description="tokenizers"), \
+        len(sentences), tokens
+
+
+def _pretraining_dataset(files, settings: Settings) -> tf.data.Dataset:
+    from pipelines.pretraining import pretraining_dataset
+
+    return pretraining_dataset(files, str(settings.vocab_file), seq_length=SEQ_LENGTH,
+                               max_predictions_per_seq=MAX_PREDICTIONS, batch_size=BATCH_SIZE, seed=0)
+
+
+def pipeline_against_training(files, settings: Settings, preset: str) -> dict:
+    """Interleaved: the pipeline alone, and training steps of `preset` on cached and on live batches."""
+    steps = 1 if settings.quick else TRAINING_STEPS[preset]
+    config = settings.config(preset)
+    running = iter(_pretraining_dataset(files, settings))
+
+    def pull():
+        for _ in range(PIPELINE_BATCHES):
+            next(running)
+
+    cached = [batch for batch in _pretraining_dataset(files, settings).take(4)]
+    live = iter(_pretraining_dataset(files, settings))  # one long-lived iterator, as a training loop has
+    models = {}
+    for kind in ("cached", "live"):
+        models[kind] = bert_tf.BertPretrainer(bert_tf.BertModel(config))
+        models[kind].compile(optimizer=keras.optimizers.AdamW(2e-5))
+
+    def train(kind: str):
+        def steps_on_batches():
+            for step in range(steps):
+                models[kind].train_on_batch(cached[step % len(cached)] if kind == "cached" else next(live))
+        return steps_on_batches
+
+    contenders = [
+        Contender(PIPELINE, pull, items=PIPELINE_BATCHES * BATCH_SIZE),
+        Contender(f"{preset} BertPretrainer.train_on_batch, cached batches", train("cached"), items=steps * BATCH_SIZE),
+        Contender(f"{preset} BertPretrainer.train_on_batch, live pipeline", train("live"), items=steps * BATCH_SIZE),
+    ]
+    rounds = settings.rounds if preset == "mini" or settings.quick else max(3, settings.rounds // 2)
+    return interleaved(contenders, rounds, warmup=2, max_seconds=settings.max_seconds, description=f"pipeline {preset}")
+
+
+def run(settings: Settings) -> BenchmarkResult:
+    title = "## Input pipelines"
+    train_file, corpus = settings.data_file("sst2", "train.tsv"), settings.data_file("corpus")
+    if train_file is None or corpus is None or not settings.vocab_file.exists():
+        message = f"SST-2 train set, corpus or vocabulary not found under {settings.data_dir}"
+        return BenchmarkResult(NAME, f"{title}\n\nSkipped: {message}.", {"skipped": message})
+    tokenizer_timings, sentences, tokens = tokenizer_comparison(settings)
+    with tempfile.TemporaryDirectory() as scratch:
+        files = prepared_corpus(corpus, Path(scratch), settings.quick)
+        by_preset = {preset: pipeline_against_training(files, settings, preset) for preset in ("mini", "base")}
+        keras.backend.clear_session()
+
+    ours, rust = tokenizer_timings[OURS_TOKENIZER], tokenizer_timings[RUST_TOKENIZER]
+    rows = []
+    for preset, timings in by_preset.items():
+        for name, timing in timings.items():
+            rows.append([preset, name, rate_cell(timing), f"{timings[PIPELINE].median / timing.median:.1f}"])
+    markdown = "\n\n".join([
+        title,
+        f"### Tokenize and pack: SST-2 train, {sentences:,} sentences → {tokens:,} tokens, seq {SEQ_LENGTH}",
+        markdown_table(["contender", "tokens/s"], [[n, rate_cell(t, 0)] for n, t in tokenizer_timings.items()]),
+        f"bert_tf ÷ Rust (medians): **{ours.median / rust.median:.2f}** (tf.data runs the batches in parallel on all "
+        "cores; `encode_batch` also uses all cores).",
+        f"### Pre-training pipeline against the training step (batch {BATCH_SIZE}, seq {SEQ_LENGTH}, "
+        f"{MAX_PREDICTIONS} predictions; corpus: {', '.join(Path(f).name for f in files)})",
+        markdown_table(["model", "contender", "examples/s", "pipeline ÷ this"], rows),
+        "\"pipeline ÷ this\" over 1 means the pipeline alone makes examples faster than that consumer takes them; "
+        "live ≈ cached means the pipeline does not slow training down.",
+    ])
+    data = {
+        "tokenizer": {"sentences": sentences, "tokens": tokens,
+                      "results": {n: t.summary() for n, t in tokenizer_timings.items()}},
+        "pretraining_pipeline": {preset: {n: t.summary() for n, t in timings.items()}
+                                 for preset, timings in by_preset.items()},
+        "corpus_files": [Path(f).name for f in files],
+    }
+    return BenchmarkResult(NAME, markdown, data)

@@ -1,0 +1,55 @@
+"""`bert-tf embed`: a text file (one text per line) → sentence vectors (.npy/.jsonl) or token vectors (.jsonl)."""
+
+from bert_tf.cli.model_arguments import add_model_arguments, load_model
+from bert_tf.inspection.embeddings import LAST_FOUR_LAYERS, POOLINGS
+
+
+def register(commands) -> None:
+    parser = commands.add_parser(
+        "embed", help="sentence or token vectors of a text file",
+        description="Embed every line of a text file with a BERT encoder. Sentence vectors go to .npy "
+                    "(float32 [lines, dim]) or .jsonl ({text, vector}); with --tokens, every token's vector with "
+                    "its token string and word goes to .jsonl. Row i is line i+1; texts longer than the model's "
+                    "maximum are truncated with a warning.")
+    add_model_arguments(parser)
+    parser.add_argument("--in", dest="input", required=True, help="text file, one text per line (UTF-8)")
+    parser.add_argument("--out", required=True, help="output file: .npy or .jsonl")
+    parser.add_argument("--pooling", choices=POOLINGS,
+                        help="sentence vector: [CLS] vector, the pooler's output, mask-aware mean, max, or mean and "
+                             "max concatenated (default: mean)")
+    parser.add_argument("--layer", nargs="+", default=["-1"], metavar="L",
+                        help="transformer block to read: 0 is the first, -1 the last (default); several, as "
+                             "'--layer -4 -3 -2 -1', are concatenated; 'last4' is that (the paper's best "
+                             "feature-based setting)")
+    parser.add_argument("--tokens", action="store_true",
+                        help="write token vectors (.jsonl) instead of sentence vectors")
+    parser.add_argument("--normalize", action="store_true", help="scale every vector to unit L2 length")
+    parser.add_argument("--skip-special", action="store_true", help="leave [CLS] and [SEP] out of mean/max pooling")
+    parser.add_argument("--batch-size", type=int, default=32, help="texts per batch (default: 32)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.set_defaults(run=run)
+
+
+def _layers(values: list[str]) -> tuple[int, ...]:
+    if values == ["last4"]:
+        return LAST_FOUR_LAYERS
+    try:
+        return tuple(int(value) for value in values)
+    except ValueError:
+        raise ValueError(f"--layer takes block indices or 'last4', got {' '.join(values)!r}.") from None
+
+
+def run(args) -> None:
+    from bert_tf.inspection import EmbeddingConfig, TextEmbedder, embed_file
+
+    if args.tokens and args.pooling:
+        raise ValueError("--pooling makes one vector per text; --tokens writes one per token. Give one of them.")
+    model = load_model(args)
+    if args.pooling == "pooled" and not model.has_pooler:
+        raise ValueError(f"{args.model} has no pooler weights, so --pooling pooled would be random; use cls or mean.")
+    config = EmbeddingConfig(pooling=args.pooling or "mean", layers=_layers(args.layer), normalize=args.normalize,
+                             skip_special_tokens=args.skip_special, batch_size=args.batch_size)
+    embedder = TextEmbedder(model.encoder, model.tokenizer, config, max_length=model.max_length)
+    count = embed_file(embedder, args.input, args.out, tokens=args.tokens, progress=not args.no_progress)
+    what = "token vectors of" if args.tokens else f"sentence vectors ({config.pooling} pooling) of"
+    print(f"Wrote {what} {count} text(s), size {embedder.dim()}, layers {list(config.layers)}, to {args.out}")

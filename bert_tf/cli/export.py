@@ -1,0 +1,49 @@
+"""`bert-tf export`: a bert-tf model directory → a SavedModel version for TF Serving, or a `.tflite` file."""
+
+# CLI spelling → serving.tflite_export.QUANTIZATIONS
+_QUANTIZATIONS = {"none": "none", "dynamic-range": "dynamic_range", "float16": "float16"}
+
+
+def register(commands) -> None:
+    parser = commands.add_parser(
+        "export", help="export a model directory for TF Serving (SavedModel) or TFLite",
+        description="SavedModel (default): writes OUT/NAME/<version>/ with signatures serving_default (raw text in, "
+                    "tokenized in the graph), serve_ids (token ids in), preprocess and model_info; see "
+                    "serving/README.md. --format tflite: writes the .tflite file OUT.")
+    parser.add_argument("--model", required=True, help="a bert-tf model directory (bert_tf.save_pretrained)")
+    parser.add_argument("--out", required=True, help="SavedModel: the base path (holding NAME/); tflite: the .tflite file")
+    parser.add_argument("--format", choices=["saved_model", "tflite"], default="saved_model", help="default: saved_model")
+    parser.add_argument("--name", help="SavedModel: the model's name (its directory under --out)")
+    parser.add_argument("--version", type=int, help="SavedModel: the version (default: the highest there + 1)")
+    parser.add_argument("--ids-only", action="store_true",
+                        help="SavedModel: token-id signatures only, no tensorflow-text ops (for TF Serving builds "
+                             "without them)")
+    parser.add_argument("--seq-length", type=int,
+                        help="tokens per example (default: the model directory's seq_length, else 128)")
+    parser.add_argument("--tflite-input", choices=["ids", "text"], default="ids",
+                        help="tflite: token ids in (builtin ops only), or raw text in (needs tensorflow-text's TFLite "
+                             "kernels at run time); default: ids")
+    parser.add_argument("--quantize", choices=list(_QUANTIZATIONS), default="none", help="tflite: default none")
+    parser.set_defaults(run=run)
+
+
+def run(args) -> None:
+    if args.format == "tflite":
+        for flag, value in (("--name", args.name), ("--version", args.version), ("--ids-only", args.ids_only or None)):
+            if value is not None:
+                raise ValueError(f"{flag} applies to --format saved_model only.")
+        from serving.tflite_export import export_tflite
+
+        path = export_tflite(args.model, args.out, inputs=args.tflite_input,
+                             quantization=_QUANTIZATIONS[args.quantize], seq_length=args.seq_length)
+        print(f"Wrote {path} ({path.stat().st_size:,} bytes; {args.tflite_input} inputs, quantization {args.quantize}).")
+        return
+    if args.name is None:
+        raise ValueError("--name is required for --format saved_model (the model's directory under --out).")
+    if args.quantize != "none" or args.tflite_input != "ids":
+        raise ValueError("--quantize and --tflite-input apply to --format tflite only.")
+    from serving.export import export_saved_model
+
+    path = export_saved_model(args.model, args.out, args.name, version=args.version, ids_only=args.ids_only,
+                              seq_length=args.seq_length)
+    print(f"Exported {args.model} to {path}" + (" (ids only)" if args.ids_only else ""))

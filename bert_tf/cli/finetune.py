@@ -1,0 +1,95 @@
+"""`bert-tf finetune`: fine-tune a checkpoint (or a random start) on classification, NER or SQuAD data."""
+
+import dataclasses
+
+from bert_tf.finetuning import TASKS, FinetuneConfig
+
+# CLI flag (argparse dest) → FinetuneConfig field, for the optional settings.
+_OPTIONAL_FIELDS = {
+    "dev": "dev_file", "vocab": "vocab_file", "seq_length": "seq_length", "batch_size": "batch_size",
+    "epochs": "epochs", "learning_rate": "learning_rate", "warmup_proportion": "warmup_proportion",
+    "weight_decay": "weight_decay", "dropout": "dropout", "seed": "seed",
+    "early_stopping": "early_stopping_patience", "max_train_examples": "max_train_examples",
+    "text_column": "text_column", "text_pair_column": "text_pair_column", "label_column": "label_column",
+    "label_separator": "label_separator", "focal_gamma": "focal_gamma", "doc_stride": "doc_stride",
+    "max_query_length": "max_query_length", "max_answer_length": "max_answer_length", "n_best_size": "n_best_size",
+    "null_score_threshold": "null_score_threshold",
+}
+
+
+def register(commands) -> None:
+    defaults = {f.name: f.default for f in dataclasses.fields(FinetuneConfig)}
+    parser = commands.add_parser(
+        "finetune", help="fine-tune on classification (CSV/TSV/JSONL), NER (CoNLL) or SQuAD data",
+        description="Fine-tune BERT with Keras fit: AdamW, 10% warm-up then linear decay, the dev file scored after "
+                    "every epoch, the best epoch kept. --init is a checkpoint (bert-tf, Google, Hugging Face, "
+                    "KerasHub; e.g. `bert-tf pretrain`'s OUT/model) or a random start from a preset name or "
+                    "bert_config.json (then --vocab is required). The output directory is written at the end only.")
+    parser.add_argument("--task", choices=TASKS, required=True)
+    parser.add_argument("--train", required=True, help="training file")
+    parser.add_argument("--dev", help="dev file, scored after every epoch")
+    parser.add_argument("--init", required=True, help="checkpoint, preset name or bert_config.json")
+    parser.add_argument("--vocab", help="vocab.txt (required for a random start; default: the checkpoint's)")
+    parser.add_argument("--out", required=True, help="output model directory")
+    parser.add_argument("--overwrite", action="store_true", help="replace a non-empty output directory")
+    parser.add_argument("--cased", action="store_true", default=None, help="the vocabulary is cased")
+    parser.add_argument("--uncased", dest="cased", action="store_false", default=None, help="the vocabulary is uncased")
+    parser.add_argument("--epochs", type=int, default=defaults["epochs"])
+    parser.add_argument("--batch-size", type=int, default=defaults["batch_size"])
+    parser.add_argument("--learning-rate", type=float, default=defaults["learning_rate"], help="peak learning rate")
+    parser.add_argument("--warmup-proportion", type=float, default=defaults["warmup_proportion"])
+    parser.add_argument("--weight-decay", type=float, default=defaults["weight_decay"])
+    parser.add_argument("--dropout", type=float, default=defaults["dropout"], help="dropout of the head")
+    parser.add_argument("--seq-length", type=int, help="tokens per example (default: 128; squad 384)")
+    parser.add_argument("--seed", type=int, default=defaults["seed"])
+    parser.add_argument("--early-stopping", type=int, metavar="PATIENCE",
+                        help="stop after PATIENCE epochs without a better dev score")
+    parser.add_argument("--last-epoch", action="store_true", help="keep the last epoch, not the best on dev")
+    parser.add_argument("--no-bucketing", action="store_true", help="do not group examples of similar length")
+    parser.add_argument("--max-train-examples", type=int, help="train on a seeded random subset")
+    classify = parser.add_argument_group("classification (--task classify)")
+    classify.add_argument("--text-column", help="default: GLUE's and common names (sentence, #1 String, text, ...)")
+    classify.add_argument("--text-pair-column", help="second text, for sentence-pair tasks")
+    classify.add_argument("--label-column")
+    classify.add_argument("--multi-label", action="store_true", help="any number of labels per example")
+    classify.add_argument("--label-separator", default=defaults["label_separator"],
+                          help="between labels in a CSV/TSV cell (multi-label)")
+    classify.add_argument("--class-weights", action="store_true", help="weight classes by n / (k * count)")
+    classify.add_argument("--focal-loss", action="store_true", help="focal loss instead of cross-entropy")
+    classify.add_argument("--focal-gamma", type=float, default=defaults["focal_gamma"])
+    squad = parser.add_argument_group("question answering (--task squad)")
+    squad.add_argument("--doc-stride", type=int, default=defaults["doc_stride"])
+    squad.add_argument("--max-query-length", type=int, default=defaults["max_query_length"])
+    squad.add_argument("--max-answer-length", type=int, default=defaults["max_answer_length"])
+    squad.add_argument("--n-best-size", type=int, default=defaults["n_best_size"])
+    squad.add_argument("--null-score-threshold", type=float, default=defaults["null_score_threshold"])
+    parser.set_defaults(run=run)
+
+
+def config_from_args(args) -> FinetuneConfig:
+    return FinetuneConfig(
+        task=args.task,
+        train_file=args.train,
+        output_dir=args.out,
+        init=args.init,
+        lower_case=None if args.cased is None else not args.cased,
+        select_best=not args.last_epoch,
+        bucketing=not args.no_bucketing,
+        overwrite=args.overwrite,
+        multi_label=args.multi_label,
+        class_weights=args.class_weights,
+        focal_loss=args.focal_loss,
+        **{field: getattr(args, flag) for flag, field in _OPTIONAL_FIELDS.items()},
+    )
+
+
+def run(args) -> None:
+    from pipelines.finetune import finetune
+    from pipelines.score_report import format_scores
+
+    config = config_from_args(args)
+    result = finetune(config)
+    print(f"Trained {result.epochs_run} epochs on {result.train_examples:,} examples in {result.train_seconds:.0f} s.")
+    if result.metrics:
+        print(f"Dev scores (epoch {result.best_epoch}):\n{format_scores(config.task, result.metrics)}")
+    print(f"Model: {result.output_dir}")

@@ -1,0 +1,108 @@
+"""`FinetuneConfig`: every setting of a fine-tuning run, in one place (`pipelines.finetune.finetune` runs it).
+
+Defaults follow BERT's fine-tuning recipe: AdamW, peak learning rate 5e-5 reached after
+10% of the steps, then linear decay to 0; 3 epochs; batch 32.
+
+Example:
+    >>> config = FinetuneConfig(task="classify", train_file="sst2/train.tsv", dev_file="sst2/dev.tsv",
+    ...                         init="uncased_L-4_H-256_A-4/", output_dir="sst2_model/")
+    >>> config.sequence_length(), config.primary_metric()
+    (128, 'accuracy')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+TASKS = ("classify", "ner", "squad")
+DEFAULT_SEQ_LENGTH = {"classify": 128, "ner": 128, "squad": 384}
+# The dev-set score that picks the best epoch and drives early stopping (higher is better).
+PRIMARY_METRIC = {"classify": "accuracy", "ner": "f1", "squad": "f1"}
+
+
+@dataclasses.dataclass
+class FinetuneConfig:
+    """What to fine-tune, on which data, and how."""
+
+    task: str  # "classify" (sentence or sentence pair), "ner" (CoNLL tags) or "squad" (extractive QA)
+    train_file: str  # classify: .csv/.tsv/.jsonl; ner: CoNLL columns; squad: SQuAD v1.1/v2.0 JSON
+    output_dir: str  # the fine-tuned model directory (bert_tf.save_pretrained), written at the end only
+    # A checkpoint (any format bert_tf.from_pretrained reads, e.g. `bert-tf pretrain`'s OUT/model), or a
+    # random start: a preset name (BertConfig.preset_names()) or a bert_config.json / config.json file.
+    init: str
+    dev_file: str | None = None  # scored after every epoch; without it, no best-epoch selection or early stopping
+    vocab_file: str | None = None  # required for a random start; else overrides the checkpoint's vocab.txt
+    lower_case: bool | None = None  # None: the checkpoint's casing, else the vocabulary's (bert_tf.vocabulary)
+    seq_length: int | None = None  # tokens per example; None: 128 (classify, ner) or 384 (squad)
+    # Optimization (bert_tf.optimization: AdamW, warm-up, linear decay, global-norm clipping at 1).
+    batch_size: int = 32
+    epochs: int = 3
+    learning_rate: float = 5e-5  # peak rate
+    warmup_proportion: float = 0.1  # share of the steps spent warming up
+    weight_decay: float = 0.01
+    dropout: float = 0.1  # of the classification or NER head (the encoder keeps its own config's dropout)
+    seed: int = 42  # weights of the head, data order, dropout
+    select_best: bool = True  # keep the weights of the epoch with the best dev score (needs dev_file)
+    early_stopping_patience: int | None = None  # stop after this many epochs without a better dev score
+    bucketing: bool = True  # batch examples of similar length together (each batch padded to its longest)
+    max_train_examples: int | None = None  # a seeded random subset of the training file (quick runs)
+    overwrite: bool = False  # replace an existing non-empty output_dir
+    # Classification.
+    text_column: str | None = None  # None: GLUE's and common column names (pipelines.classification_data)
+    text_pair_column: str | None = None
+    label_column: str | None = None
+    multi_label: bool = False  # each example has any number of labels (sigmoid per class)
+    label_separator: str = "|"  # between the labels of one example in a CSV/TSV cell (multi_label)
+    class_weights: bool = False  # weight the loss by n / (k * count) per class, from the training labels
+    focal_loss: bool = False  # focal loss instead of cross-entropy (with class_weights: as its alpha)
+    focal_gamma: float = 2.0
+    # SQuAD.
+    doc_stride: int = 128  # tokens between the starts of consecutive context windows
+    max_query_length: int = 64  # question tokens kept
+    max_answer_length: int = 30  # tokens of the longest answer considered
+    n_best_size: int = 20  # start and end candidates considered per window
+    null_score_threshold: float = 0.0  # SQuAD 2.0: answer "" when null score - best span score exceeds it
+
+    def __post_init__(self):
+        if self.task not in TASKS:
+            raise ValueError(f"FinetuneConfig: unknown task {self.task!r}; use one of {list(TASKS)}.")
+        for name in ("batch_size", "epochs", "doc_stride", "max_query_length", "max_answer_length", "n_best_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"FinetuneConfig: {name} must be a positive integer, got {value!r}.")
+        for name in ("seq_length", "max_train_examples", "early_stopping_patience"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"FinetuneConfig: {name} must be a positive integer or None, got {value!r}.")
+        if self.learning_rate <= 0:
+            raise ValueError(f"FinetuneConfig: learning_rate must be positive, got {self.learning_rate!r}.")
+        if not 0 <= self.warmup_proportion < 1:
+            raise ValueError(f"FinetuneConfig: warmup_proportion must be in [0, 1), got {self.warmup_proportion!r}.")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"FinetuneConfig: dropout must be in [0, 1), got {self.dropout!r}.")
+        if self.focal_gamma < 0:
+            raise ValueError(f"FinetuneConfig: focal_gamma must be >= 0, got {self.focal_gamma!r}.")
+        if self.early_stopping_patience is not None and self.dev_file is None:
+            raise ValueError("FinetuneConfig: early stopping needs a dev_file to score.")
+        if self.task != "classify":
+            classification_only = [name for name in ("multi_label", "class_weights", "focal_loss", "text_column",
+                                                     "text_pair_column", "label_column") if getattr(self, name)]
+            if classification_only:
+                raise ValueError(f"FinetuneConfig: {classification_only} apply to task 'classify' only.")
+        if self.multi_label and (self.class_weights or self.focal_loss):
+            raise ValueError("FinetuneConfig: class_weights and focal_loss apply to single-label classification.")
+        if self.sequence_length() < 8:
+            raise ValueError(f"FinetuneConfig: seq_length must be at least 8, got {self.seq_length}.")
+        if self.task == "squad" and self.sequence_length() < self.max_query_length + 8:
+            raise ValueError(
+                f"FinetuneConfig: seq_length {self.sequence_length()} leaves no room for context after a "
+                f"{self.max_query_length}-token question; raise seq_length or lower max_query_length."
+            )
+
+    def sequence_length(self) -> int:
+        """`seq_length`, or the task's default."""
+        return self.seq_length or DEFAULT_SEQ_LENGTH[self.task]
+
+    def primary_metric(self) -> str:
+        """The dev score (a key of the evaluation results) that selects the best epoch."""
+        return "macro_f1" if self.multi_label else PRIMARY_METRIC[self.task]

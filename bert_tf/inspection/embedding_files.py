@@ -1,0 +1,90 @@
+"""`embed_file`: a text file (one text per line) → sentence vectors (.npy or .jsonl) or token vectors (.jsonl).
+
+Lines are streamed through tf.data, so files larger than memory work; a .npy output is filled
+through a memory map. The output is written next to its final name and moved into place at the
+end: an interrupted run leaves no half-written file. Row i of the output is line i + 1 of the
+input (empty lines included, embedded as empty texts, with a warning).
+
+Example:
+    >>> embedder = TextEmbedder(model.encoder, model.tokenizer, EmbeddingConfig(pooling="cls"))  # doctest: +SKIP
+    >>> embed_file(embedder, "sentences.txt", "vectors.npy")                                      # doctest: +SKIP
+    1000
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+
+from bert_tf.checkpoints.contents import logger
+from bert_tf.inspection.embeddings import EmbeddingConfig, TextEmbedder
+
+OUTPUT_SUFFIXES = (".npy", ".jsonl")
+
+
+def embed_file(embedder: TextEmbedder, in_path, out_path, tokens: bool = False, progress: bool = True,
+               config: EmbeddingConfig | None = None) -> int:
+    """Embeds every line of `in_path` into `out_path` (with `config`, default the embedder's); returns the line count.
+
+    `out_path` ending in .npy: float32 [lines, dim]. Ending in .jsonl: one JSON object per line,
+    `{"text", "vector"}`, or with `tokens=True` `{"text", "tokens": [{"token", "word", "word_index",
+    "start", "end", "vector"}, ...]}` (see `TokenVectors.to_json`).
+    """
+    in_path, out_path = Path(in_path), Path(out_path)
+    suffix = out_path.suffix.lower()
+    if suffix not in OUTPUT_SUFFIXES:
+        raise ValueError(f"{out_path}: the output must end in .npy or .jsonl.")
+    if tokens and suffix != ".jsonl":
+        raise ValueError(f"{out_path}: token vectors have a different count per text; write them to a .jsonl file.")
+    num_lines = _count_lines(in_path)
+    texts = tf.data.TextLineDataset(str(in_path))
+    staging = out_path.with_name(f".{out_path.name}.partial")
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if suffix == ".npy":
+            shape = (num_lines, embedder.dim(config))
+            array = np.lib.format.open_memmap(staging, mode="w+", dtype=np.float32, shape=shape)
+            row = 0
+            for _, vectors in embedder.iter_sentence_vectors(texts, config, progress, num_lines):
+                array[row:row + len(vectors)] = vectors
+                row += len(vectors)
+            array.flush()
+            del array
+        else:
+            if tokens:
+                records = (item.to_json() for item in embedder.iter_token_vectors(texts, config, progress, num_lines))
+            else:
+                batches = embedder.iter_sentence_vectors(texts, config, progress, num_lines)
+                records = ({"text": text, "vector": np.round(vector.astype(np.float64), 6).tolist()}
+                           for batch_texts, vectors in batches for text, vector in zip(batch_texts, vectors))
+            with staging.open("w", encoding="utf-8") as file:
+                for record in records:
+                    file.write(json.dumps(record, ensure_ascii=False) + "\n")
+        os.replace(staging, out_path)
+    except BaseException:
+        staging.unlink(missing_ok=True)
+        raise
+    return num_lines
+
+
+def _count_lines(path: Path) -> int:
+    """The number of lines (as tf.data.TextLineDataset reads them); an error when there is no text at all."""
+    if not path.is_file():
+        raise FileNotFoundError(f"Input file not found: {path}")
+    empty = []
+    count = 0
+    with path.open("rb") as file:
+        for count, line in enumerate(file, start=1):
+            if not line.strip():
+                empty.append(count)
+    if len(empty) == count:
+        raise ValueError(f"{path} has no text to embed ({'empty file' if count == 0 else 'only blank lines'}); "
+                         "it should hold one text per line.")
+    if empty:
+        logger.warning("%s: %d blank line(s) (%s%s) are embedded as empty texts, to keep one row per line.", path,
+                       len(empty), ", ".join(map(str, empty[:10])), " ..." if len(empty) > 10 else "")
+    return count

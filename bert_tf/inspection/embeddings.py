@@ -1,0 +1,269 @@
+"""BERT as a feature extractor: sentence vectors and token vectors (with the word each token belongs to).
+
+Texts go in batches through the in-graph `BertPreprocessor`, which pads each batch only to its
+longest text (in a parallel tf.data pipeline when the texts come as a dataset, e.g. a file); the
+encoder runs in one traced function, and only the requested vectors leave it.
+Texts longer than `max_length` tokens are truncated, with one warning naming them.
+
+Layers are the transformer blocks: 0 is the first, -1 (default) the last; a tuple of layers is
+concatenated, `LAST_FOUR_LAYERS` being the paper's best feature-based setting (Devlin et al.,
+2019, table 7).
+
+Example (the contextual vector of "bank" depends on the sentence; the word embedding does not):
+    >>> model = load_inspection_model("pretrained-mini/")                       # doctest: +SKIP
+    >>> embedder = TextEmbedder(model.encoder, model.tokenizer)                  # doctest: +SKIP
+    >>> money, river = embedder.embed_tokens(["I opened a bank account", "we sat on the river bank"],
+    ...                                      EmbeddingConfig(layers=LAST_FOUR_LAYERS))  # doctest: +SKIP
+    >>> float(cosine_similarity(money.word_vector("bank"), river.word_vector("bank"))) < 1.0  # doctest: +SKIP
+    True
+    >>> embedder.embed(["a cat sat", "a dog"], EmbeddingConfig(pooling="cls", normalize=True)).shape  # doctest: +SKIP
+    (2, 256)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+import tensorflow as tf
+from tqdm.auto import tqdm
+
+from bert_tf.checkpoints.contents import logger
+from bert_tf.inspection.exported_encoder import ExportedEncoder
+from bert_tf.inspection.pooling import TOKEN_POOLINGS, l2_normalize, pool_tokens
+from bert_tf.model import INPUT_NAMES, BertModel
+from bert_tf.preprocessor import BertPreprocessor
+from bert_tf.tokenizer import BertTokenizer
+from bert_tf.vocabulary import SUFFIX_INDICATOR
+
+POOLINGS = TOKEN_POOLINGS + ("pooled",)
+LAST_FOUR_LAYERS = (-4, -3, -2, -1)
+NO_WORD = -1  # word index of [CLS] and [SEP], as in bert_tf.word_alignment
+
+
+@dataclasses.dataclass(frozen=True)
+class EmbeddingConfig:
+    """What vector to take from the encoder, and how."""
+
+    pooling: str = "mean"  # "cls", "pooled" (the encoder's pooler), "mean", "max" or "mean_max"
+    layers: int | tuple[int, ...] = -1  # block index (negative from the end), or several, concatenated
+    normalize: bool = False  # scale every output vector to unit L2 length
+    skip_special_tokens: bool = False  # leave [CLS] and [SEP] out of "mean"/"max" pooling
+    batch_size: int = 32
+
+    def __post_init__(self):
+        layers = (self.layers,) if isinstance(self.layers, int) else tuple(self.layers)
+        if not layers or not all(isinstance(layer, int) for layer in layers):
+            raise ValueError(f"layers must be an int or a non-empty tuple of ints, got {self.layers!r}.")
+        object.__setattr__(self, "layers", layers)
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}.")
+        if self.pooling == "pooled" and layers != (-1,):
+            raise ValueError(f"pooling='pooled' is the encoder's pooler output on the last layer; "
+                             f"it cannot take layers {layers}. Use 'cls' for the [CLS] vector of another layer.")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {self.batch_size}.")
+
+
+@dataclasses.dataclass
+class TokenVectors:
+    """One text's tokens ([CLS] and [SEP] included), the word each belongs to, and their vectors."""
+
+    text: str
+    tokens: list[str]
+    word_ids: list[int]  # index into `words` for each token; NO_WORD for [CLS]/[SEP]
+    words: list[str]  # the words as written in `text` (one per run of a piece and its ## continuations)
+    starts: list[int | None]  # each token's character span in `text` (None for [CLS]/[SEP])
+    ends: list[int | None]
+    vectors: np.ndarray  # [tokens, dim]
+
+    def word_vector(self, word: str, occurrence: int = 0) -> np.ndarray:
+        """The mean vector of the pieces of `word` (compared case-insensitively), its `occurrence`-th use."""
+        matches = [index for index, written in enumerate(self.words) if written.casefold() == word.casefold()]
+        if len(matches) <= occurrence:
+            raise KeyError(f"{word!r} occurs {len(matches)} time(s) in {self.text!r}; words are {self.words}.")
+        pieces = [position for position, word_id in enumerate(self.word_ids) if word_id == matches[occurrence]]
+        return self.vectors[pieces].mean(axis=0)
+
+    def to_json(self, decimals: int = 6) -> dict:
+        """A JSON-ready dict: the text and, per token, its string, word, span and vector."""
+        vectors = np.round(self.vectors.astype(np.float64), decimals).tolist()
+        return {"text": self.text, "tokens": [
+            {"token": token, "word": self.words[word_id] if word_id != NO_WORD else None, "word_index": word_id,
+             "start": start, "end": end, "vector": vector}
+            for token, word_id, start, end, vector in zip(self.tokens, self.word_ids, self.starts, self.ends, vectors)
+        ]}
+
+
+class TextEmbedder:
+    """Sentence or token vectors of texts from a BERT encoder (see the module docstring).
+
+    Args:
+        encoder: a `BertModel`, or an `ExportedEncoder` (last layer only).
+        tokenizer: its `BertTokenizer`.
+        config: the default `EmbeddingConfig`; each method takes another one too (the
+            tokenizer's graph is traced once per embedder, the encoder's once per config).
+        max_length: most tokens per text, [CLS] and [SEP] included (default: the encoder's
+            `max_position_embeddings`); longer texts are truncated with a warning.
+    """
+
+    def __init__(self, encoder: BertModel | ExportedEncoder, tokenizer: BertTokenizer,
+                 config: EmbeddingConfig = EmbeddingConfig(), max_length: int | None = None):
+        limit = encoder.config.max_position_embeddings
+        max_length = max_length or limit
+        if not 2 < max_length <= limit:
+            raise ValueError(f"max_length must be in [3, {limit}] (the model's max_position_embeddings), "
+                             f"got {max_length}.")
+        self.encoder = encoder
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+        self.preprocessor = BertPreprocessor(tokenizer, seq_length=max_length, padding="longest")
+        texts_signature = [tf.TensorSpec([None], tf.string)]
+        self._prepare_texts = tf.function(lambda texts: self._prepare(texts, False), input_signature=texts_signature)
+        self._prepare_texts_with_offsets = tf.function(lambda texts: self._prepare(texts, True),
+                                                       input_signature=texts_signature)
+        self._vector_functions = {}  # (config, per token) → traced encoder + pooling
+        self.config = config
+        self._vector_function(config, per_token=False)  # checks the config against the encoder now
+
+    def dim(self, config: EmbeddingConfig | None = None) -> int:
+        """The size of each output vector."""
+        config = config or self.config
+        size = self.encoder.config.hidden_size * len(config.layers)
+        return 2 * size if config.pooling == "mean_max" else size
+
+    def embed(self, texts: Sequence[str], config: EmbeddingConfig | None = None, progress: bool = False) -> np.ndarray:
+        """Sentence vectors, float32 [len(texts), dim]."""
+        batches = [vectors for _, vectors in self.iter_sentence_vectors(texts, config, progress=progress)]
+        return np.concatenate(batches) if batches else np.zeros((0, self.dim(config)), np.float32)
+
+    def embed_tokens(self, texts: Sequence[str], config: EmbeddingConfig | None = None,
+                     progress: bool = False) -> list[TokenVectors]:
+        """Token vectors of each text ([CLS] and [SEP] included); the config's pooling does not apply."""
+        return list(self.iter_token_vectors(texts, config, progress=progress))
+
+    def iter_sentence_vectors(self, texts, config: EmbeddingConfig | None = None, progress: bool = False,
+                              total: int | None = None) -> Iterator[tuple[list[str], np.ndarray]]:
+        """(texts, vectors [batch, dim]) batch by batch; `texts` may be a list or a tf.data string dataset."""
+        config = config or self.config
+        vectors_of = self._vector_function(config, per_token=False)
+        for batch in self._batches(texts, config.batch_size, with_offsets=False, progress=progress, total=total):
+            vectors = vectors_of({name: batch[name] for name in INPUT_NAMES}).numpy()
+            yield [text.decode("utf-8", errors="replace") for text in batch["text"].numpy()], vectors
+
+    def iter_token_vectors(self, texts, config: EmbeddingConfig | None = None, progress: bool = False,
+                           total: int | None = None) -> Iterator[TokenVectors]:
+        """`TokenVectors` text by text; `texts` may be a list or a tf.data string dataset."""
+        config = config or self.config
+        vectors_of = self._vector_function(config, per_token=True)
+        for batch in self._batches(texts, config.batch_size, with_offsets=True, progress=progress, total=total):
+            vectors = vectors_of({name: batch[name] for name in INPUT_NAMES}).numpy()
+            lengths = batch["input_mask"].numpy().sum(axis=1)
+            token_ids = batch["input_word_ids"].numpy()
+            for row, text in enumerate(batch["text"].numpy()):
+                length = int(lengths[row])
+                yield _token_vectors(
+                    text.decode("utf-8", errors="replace"),
+                    [self.tokenizer.vocabulary.tokens[i] for i in token_ids[row, :length]],
+                    batch["starts"][row].numpy()[: length - 2].tolist(),
+                    batch["ends"][row].numpy()[: length - 2].tolist(),
+                    vectors[row, :length],
+                )
+
+    def _batches(self, texts, batch_size: int, with_offsets: bool, progress: bool, total: int | None) -> Iterable[dict]:
+        """Preprocessed batches, with a progress bar and one warning about truncated texts.
+
+        A tf.data dataset (a file, a large corpus) is batched and preprocessed in parallel, ahead of
+        the encoder. A list goes batch by batch through the same traced preprocessing function:
+        starting a tf.data iterator costs about a second here (it instantiates the tokenizer's
+        tables), which would dominate interactive use on a few texts.
+        """
+        prepare = self._prepare_texts_with_offsets if with_offsets else self._prepare_texts
+        if isinstance(texts, tf.data.Dataset):
+            batches = (texts.batch(batch_size).map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
+                       .prefetch(tf.data.AUTOTUNE))
+        else:
+            texts = list(texts)
+            total = len(texts)
+            batches = (prepare(tf.constant(texts[start:start + batch_size], tf.string))
+                       for start in range(0, len(texts), batch_size))
+        truncated, seen = [], 0
+        with tqdm(total=total, unit="text", desc="embedding", disable=not progress) as bar:
+            for batch in batches:
+                too_long = np.flatnonzero(batch["num_tokens"].numpy() > self.max_length - 2)
+                truncated.extend((seen + too_long + 1).tolist())
+                seen += len(batch["text"])
+                yield batch
+                bar.update(len(batch["text"]))
+        if truncated:
+            logger.warning(
+                "%d text(s) longer than %d tokens were truncated (texts %s%s, counting from 1).", len(truncated),
+                self.max_length, ", ".join(map(str, truncated[:10])), " ..." if len(truncated) > 10 else "")
+
+    def _prepare(self, texts, with_offsets: bool) -> dict:
+        batch = dict(self.preprocessor(texts), text=texts)
+        # The preprocessor truncates silently, so the full token counts come from tokenizing once more.
+        if with_offsets:
+            ids, batch["starts"], batch["ends"] = self.tokenizer.tokenize_with_offsets(texts, unit="UTF8_CHAR")
+        else:
+            ids = self.tokenizer.tokenize(texts)
+        batch["num_tokens"] = ids.row_lengths()
+        return batch
+
+    def _vector_function(self, config: EmbeddingConfig, per_token: bool):
+        """The traced function ids → vectors for `config` (sentence vectors, or per token)."""
+        key = (config, per_token)
+        if key not in self._vector_functions:
+            if isinstance(self.encoder, ExportedEncoder) and config.layers != (-1,):
+                raise ValueError(f"An exported SavedModel has only its last layer; layers {config.layers} need the "
+                                 "model directory or checkpoint.")
+            layers = _layer_indices(config.layers, self.encoder.config.num_hidden_layers)
+            compute = self._token_vectors if per_token else self._sentence_vectors
+            signature = [{name: tf.TensorSpec([None, None], tf.int32) for name in INPUT_NAMES}]
+            self._vector_functions[key] = tf.function(lambda inputs: compute(inputs, config, layers),
+                                                      input_signature=signature)
+        return self._vector_functions[key]
+
+    def _sentence_vectors(self, inputs, config: EmbeddingConfig, layers: tuple[int, ...]):
+        outputs = self.encoder(inputs, training=False)
+        if config.pooling == "pooled":
+            vectors = outputs["pooled_output"]
+        else:
+            token_mask = inputs["input_mask"]
+            if config.skip_special_tokens:
+                vocabulary = self.tokenizer.vocabulary
+                ids = inputs["input_word_ids"]
+                token_mask *= tf.cast((ids != vocabulary.cls_id) & (ids != vocabulary.sep_id), token_mask.dtype)
+            vectors = pool_tokens(_concatenated(outputs, layers), token_mask, config.pooling)
+        return l2_normalize(vectors) if config.normalize else vectors
+
+    def _token_vectors(self, inputs, config: EmbeddingConfig, layers: tuple[int, ...]):
+        hidden = _concatenated(self.encoder(inputs, training=False), layers)
+        return l2_normalize(hidden) if config.normalize else hidden
+
+
+def _concatenated(outputs, layers: tuple[int, ...]):
+    return tf.concat([outputs["encoder_outputs"][layer] for layer in layers], axis=-1)
+
+
+def _layer_indices(layers: tuple[int, ...], num_layers: int) -> tuple[int, ...]:
+    """Block indices in [0, num_layers), from indices that may count from the end."""
+    bad = [layer for layer in layers if not -num_layers <= layer < num_layers]
+    if bad:
+        raise ValueError(f"layer(s) {bad} do not exist: the model has {num_layers} layers "
+                         f"(use 0..{num_layers - 1}, or -{num_layers}..-1 from the end).")
+    return tuple(layer % num_layers for layer in layers)
+
+
+def _token_vectors(text: str, tokens: list[str], starts: list[int], ends: list[int], vectors) -> TokenVectors:
+    """Groups the pieces between [CLS] and [SEP] into words: a `##` piece continues the word before it."""
+    word_ids, spans = [NO_WORD], []
+    for token, start, end in zip(tokens[1:-1], starts, ends):
+        if token.startswith(SUFFIX_INDICATOR) and spans:
+            spans[-1][1] = end
+        else:
+            spans.append([start, end])
+        word_ids.append(len(spans) - 1)
+    words = [text[start:end] for start, end in spans]
+    return TokenVectors(text, tokens, word_ids + [NO_WORD], words, [None, *starts, None], [None, *ends, None], vectors)

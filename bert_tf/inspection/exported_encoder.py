@@ -1,0 +1,72 @@
+"""`ExportedEncoder`: an exported encoder SavedModel, called like a `BertModel` for embeddings.
+
+`serving.export.export_saved_model` writes, for an encoder or a pretrainer, a `serve_ids`
+signature (int32 ids [batch, seq_length] → `sequence_output`, `pooled_output`) and a
+`model_info` signature (seq_length, casing, the vocabulary asset). That is all of the model a
+SavedModel keeps: the last layer and the pooler, no other layer, no attention, no masked-LM head.
+So it serves `TextEmbedder` with layer -1 only; attention and fill-mask need the model directory.
+
+Example:
+    >>> encoder = ExportedEncoder("/models/encoder/1")                                      # doctest: +SKIP
+    >>> tokenizer = BertTokenizer(encoder.vocab_file, encoder.lower_case)                    # doctest: +SKIP
+    >>> TextEmbedder(encoder, tokenizer).embed(["hi"], EmbeddingConfig(pooling="pooled")).shape  # doctest: +SKIP
+    (1, 256)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import tensorflow as tf
+
+ENCODER_TASKS = ("encoder", "pretrainer")
+
+
+def is_saved_model(path) -> bool:
+    return Path(path).is_dir() and (Path(path) / "saved_model.pb").is_file()
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportedEncoderConfig:
+    """What `TextEmbedder` reads of a config; the SavedModel exposes one layer, the last."""
+
+    hidden_size: int
+    max_position_embeddings: int  # the export's seq_length
+    num_hidden_layers: int = 1
+
+
+class ExportedEncoder:
+    """Runs the `serve_ids` signature of an exported encoder; outputs as `BertModel`'s (last layer only)."""
+
+    def __init__(self, path):
+        path = Path(path)
+        if not is_saved_model(path):
+            raise FileNotFoundError(f"{path} is not a SavedModel directory (no saved_model.pb).")
+        loaded = tf.saved_model.load(str(path))
+        if not {"serve_ids", "model_info"} <= set(loaded.signatures):
+            raise ValueError(f"{path} was not exported by bert-tf (no serve_ids/model_info signatures); "
+                             f"it has {sorted(loaded.signatures)}.")
+        # One row per request (model_info is batch-major for TF Serving's batching): send one.
+        info = {name: value[0] for name, value in loaded.signatures["model_info"](request=tf.constant([""])).items()}
+        task = info["task"].numpy().decode()
+        if task not in ENCODER_TASKS:
+            raise ValueError(f"{path} is an exported {task!r} model; embeddings need an exported encoder or "
+                             "pretrainer (its serve_ids gives sequence_output and pooled_output).")
+        self._loaded = loaded  # keeps the variables the signature reads alive
+        self._serve_ids = loaded.signatures["serve_ids"]
+        self.seq_length = int(info["seq_length"].numpy())
+        self.vocab_file = Path(info["vocab_file"].numpy().decode())
+        self.lower_case = bool(info["lower_case"].numpy())
+        hidden_size = int(self._serve_ids.structured_outputs["pooled_output"].shape[-1])
+        self.config = ExportedEncoderConfig(hidden_size=hidden_size, max_position_embeddings=self.seq_length)
+
+    def __call__(self, inputs, training=False):
+        """`inputs` as for `BertModel` (any width up to seq_length) → `sequence_output`, `pooled_output`,
+        and `encoder_outputs` holding the last layer alone."""
+        width = tf.shape(inputs["input_word_ids"])[1]
+        padding = [[0, 0], [0, self.seq_length - width]]  # serve_ids takes exactly seq_length columns
+        outputs = self._serve_ids(**{name: tf.pad(tf.cast(value, tf.int32), padding) for name, value in inputs.items()})
+        sequence_output = outputs["sequence_output"][:, :width]
+        return {"sequence_output": sequence_output, "pooled_output": outputs["pooled_output"],
+                "encoder_outputs": [sequence_output]}

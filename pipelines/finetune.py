@@ -1,0 +1,206 @@
+"""Fine-tuning and evaluation, whole: `finetune(config)` trains and saves a model, `evaluate(model_dir, file)` scores it.
+
+`finetune` reads and checks all data first (an unknown dev label, a malformed line, a
+SQuAD answer off its context: an error before any training), then trains with Keras
+`fit` (progress bar, AdamW with warm-up and linear decay), scores the dev file after every
+epoch (the task's own scores: accuracy/F1/MCC, entity F1, SQuAD EM/F1, added to the Keras
+logs as `val_*`), keeps the best epoch's weights (`keras.callbacks.ModelCheckpoint`) and
+stops early if asked (`keras.callbacks.EarlyStopping`). Checkpoints go to a temporary
+directory next to the output; the output directory is written once, at the end, by
+`bert_tf.save_pretrained` (atomic), with the task's settings and the dev scores.
+
+Example:
+    >>> result = finetune(FinetuneConfig(task="classify", train_file="sst2/train.tsv",  # doctest: +SKIP
+    ...                                  dev_file="sst2/dev.tsv", init="pretrain_run/model", output_dir="sst2"))
+    >>> result.metrics["accuracy"], result.best_epoch  # doctest: +SKIP
+    (0.81, 2)
+    >>> evaluate("sst2", "sst2/dev.tsv")[1]["accuracy"]  # doctest: +SKIP
+    0.81
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import keras
+import numpy as np
+
+import bert_tf
+from bert_tf.checkpoints.pretrained import presets_home
+from bert_tf.finetuning import FinetuneConfig
+from bert_tf.optimization import create_optimizer
+from bert_tf.tokenizer import BertTokenizer
+from bert_tf.vocabulary import read_vocab_file
+from pipelines.finetune_task import FinetuneTask, task_from_config, task_from_directory
+
+
+@dataclasses.dataclass
+class FinetuneResult:
+    output_dir: Path
+    metrics: dict  # dev scores of the saved weights (empty without a dev file)
+    best_epoch: int | None  # 1-based epoch whose weights were saved (None: the last, without a dev file)
+    epochs_run: int
+    history: dict  # Keras' per-epoch logs: loss, accuracy, val_<score>, ...
+    train_examples: int
+    train_steps: int  # optimizer updates in the schedule (all epochs)
+    train_seconds: float  # model.fit, dev scoring included
+
+
+def load_encoder(config: FinetuneConfig):
+    """The encoder to start from, its vocab.txt and casing: `(encoder, vocab_file, lower_case)`.
+
+    `config.init` is a checkpoint (any format `bert_tf.from_pretrained` reads, or a preset
+    name with weights under `presets_home()`), or a random start: a preset name or a
+    bert_config.json (then `config.vocab_file` is required and sets the vocabulary size).
+    """
+    init = Path(config.init)
+    is_config_file = init.is_file() and init.suffix == ".json"
+    is_checkpoint = not is_config_file and (
+        init.exists() or Path(f"{init}.index").is_file() or (presets_home() / config.init).exists())
+    if is_checkpoint:
+        encoder = bert_tf.from_pretrained(config.init)
+        vocab_file = config.vocab_file or encoder.vocab_file
+        if vocab_file is None:
+            raise ValueError(f"{config.init} has no vocab.txt; pass the vocabulary it was trained with (--vocab).")
+        lower_case = config.lower_case if config.lower_case is not None else encoder.lower_case
+    else:
+        if not is_config_file and config.init not in bert_tf.BertConfig.preset_names():
+            raise FileNotFoundError(
+                f"{config.init} is neither a checkpoint nor a bert_config.json nor a preset name "
+                f"({', '.join(bert_tf.BertConfig.preset_names()[-6:])}, ...)."
+            )
+        if config.vocab_file is None:
+            raise ValueError(f"A random start from {config.init} needs a vocabulary (vocab_file / --vocab).")
+        vocab_file, lower_case = config.vocab_file, config.lower_case
+        vocab_size = len(read_vocab_file(vocab_file))
+        if is_config_file:
+            bert_config = bert_tf.BertConfig.from_json_file(init)
+        else:
+            bert_config = bert_tf.BertConfig.preset(config.init, vocab_size=vocab_size)
+        encoder = bert_tf.BertModel(bert_config)
+    vocab_size = len(read_vocab_file(vocab_file))
+    if vocab_size > encoder.config.vocab_size:
+        raise ValueError(f"{vocab_file} has {vocab_size} tokens, more than the model's {encoder.config.vocab_size}.")
+    if encoder.config.max_position_embeddings < config.sequence_length():
+        raise ValueError(f"seq_length {config.sequence_length()} exceeds the model's "
+                         f"{encoder.config.max_position_embeddings} positions.")
+    return encoder, Path(vocab_file), lower_case
+
+
+class DevScores(keras.callbacks.Callback):
+    """Scores the dev data after every epoch and adds each number to the epoch's logs as `val_<name>`.
+
+    Keras runs callbacks in list order, so the checkpoint and early-stopping callbacks
+    placed after this one see the scores.
+    """
+
+    def __init__(self, task: FinetuneTask, data, batch_size: int):
+        super().__init__()
+        self.task, self.data, self.batch_size = task, data, batch_size
+        self.epoch_scores: list[dict] = []
+
+    def on_epoch_end(self, epoch, logs=None):
+        scores = self.task.evaluate(self.model, self.data, self.batch_size)
+        self.epoch_scores.append(scores)
+        if logs is not None:
+            logs.update({f"val_{name}": value for name, value in scores.items() if isinstance(value, (int, float))})
+
+
+def _check_output_dir(config: FinetuneConfig) -> Path:
+    out = Path(config.output_dir)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not config.overwrite:
+        raise ValueError(f"{out} exists and is not empty; pass overwrite (--overwrite) to replace it.")
+    return out
+
+
+def _subset(task: FinetuneTask, examples, config: FinetuneConfig):
+    if config.max_train_examples is None or config.max_train_examples >= len(examples):
+        return examples
+    rng = np.random.default_rng(config.seed)
+    return task.subset(examples, np.sort(rng.choice(len(examples), config.max_train_examples, replace=False)))
+
+
+def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
+    """Fine-tunes `config.init` on `config.train_file` and writes the model to `config.output_dir`."""
+    out = _check_output_dir(config)
+    keras.utils.set_random_seed(config.seed)
+    encoder, vocab_file, lower_case = load_encoder(config)
+    tokenizer = BertTokenizer(vocab_file, lower_case)
+    task = task_from_config(config, tokenizer)
+    train_examples = _subset(task, task.read(config.train_file, fit_labels=True), config)
+    train = task.prepare(train_examples, training=True)
+    dev = task.prepare(task.read(config.dev_file), training=False) if config.dev_file else None
+
+    batches = task.training_batches(train, config.batch_size, config.bucketing, config.seed)
+    steps = int(batches.cardinality()) * config.epochs
+    model = task.build_model(encoder, config.dropout)
+    optimizer = create_optimizer(config.learning_rate, steps, int(steps * config.warmup_proportion),
+                                 weight_decay=config.weight_decay)
+    model.compile(optimizer=optimizer, loss=task.loss(config, train))
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    checkpoints = Path(tempfile.mkdtemp(prefix=f".{out.name}.checkpoints.", dir=out.parent))
+    try:
+        dev_scores = DevScores(task, dev, config.batch_size) if dev is not None else None
+        started = time.perf_counter()
+        history = _fit(model, batches, config, task.class_weight(config, train), dev_scores,
+                       checkpoints / "best.weights.h5", progress)
+        train_seconds = time.perf_counter() - started
+        metrics, best_epoch = {}, None
+        if dev_scores is not None:
+            primary = [scores[config.primary_metric()] for scores in dev_scores.epoch_scores]
+            best_epoch = int(np.argmax(primary)) if config.select_best else len(primary) - 1
+            if config.select_best:
+                model.load_weights(checkpoints / "best.weights.h5")
+            metrics = dev_scores.epoch_scores[best_epoch]
+            best_epoch += 1
+        epochs_run = len(history.history.get("loss", []))
+        bert_tf.save_pretrained(
+            model, out, vocab_file=vocab_file, lower_case=tokenizer.lower_case,
+            task=task.name, seq_length=task.seq_length, text_pair=getattr(task, "text_pair", False),
+            settings=task.settings(), dev_scores=metrics,
+            training={"config": dataclasses.asdict(config), "train_examples": len(train_examples),
+                      "train_steps": steps, "epochs_run": epochs_run, "best_epoch": best_epoch,
+                      "train_seconds": round(train_seconds, 1)},
+        )
+    finally:
+        shutil.rmtree(checkpoints, ignore_errors=True)
+    return FinetuneResult(out, metrics, best_epoch, epochs_run,
+                          {name: [float(v) for v in values] for name, values in history.history.items()},
+                          len(train_examples), steps, train_seconds)
+
+
+def _fit(model, batches, config: FinetuneConfig, class_weight, dev_scores: DevScores | None, best_weights: Path,
+         progress: bool) -> keras.callbacks.History:
+    """`model.fit` with the dev scoring, best-epoch checkpoint and early-stopping callbacks the config asks for."""
+    callbacks = []
+    if dev_scores is not None:
+        monitor = f"val_{config.primary_metric()}"
+        callbacks.append(dev_scores)  # first: the callbacks after it read its scores from the logs
+        if config.select_best:
+            callbacks.append(keras.callbacks.ModelCheckpoint(
+                str(best_weights), monitor=monitor, mode="max", save_best_only=True, save_weights_only=True))
+        if config.early_stopping_patience:
+            callbacks.append(keras.callbacks.EarlyStopping(
+                monitor=monitor, mode="max", patience=config.early_stopping_patience, verbose=int(progress)))
+    verbose = (1 if sys.stdout.isatty() else 2) if progress else 0  # a progress bar, or a line per epoch in logs
+    with warnings.catch_warnings():
+        # Token-level heads (NER, SQuAD) do not use the pooler, so it gets no gradient; that is expected.
+        warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables .*pooler")
+        # `batches` shuffles itself (with bucketing); Keras cannot shuffle a tf.data.Dataset.
+        return model.fit(batches, epochs=config.epochs, callbacks=callbacks, verbose=verbose,
+                         class_weight=class_weight, shuffle=False)
+
+
+def evaluate(model_dir, data_file, batch_size: int = 32, progress: bool = True) -> tuple[FinetuneTask, dict]:
+    """Scores a fine-tuned model directory on a labelled data file: `(task, scores)`."""
+    directory = bert_tf.load_model_directory(model_dir)
+    task = task_from_directory(directory)
+    data = task.prepare(task.read(data_file), training=False)
+    return task, task.evaluate(directory.model, data, batch_size, progress=progress)

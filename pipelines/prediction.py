@@ -1,0 +1,80 @@
+"""Predictions of a fine-tuned model directory, as plain Python values (for the CLI, scripts and tests).
+
+Load once with `Predictor(model_dir)` and call the method of its task, or use the
+one-call functions:
+- classification: `{"label", "probability", "probabilities": {label: p}}` per text
+  (multi-label: `{"labels", "probabilities"}`);
+- NER: `[(word, tag), ...]` per text (words split at whitespace);
+- SQuAD: `{"text", "start", "end", "score", "probability"}` per question (character offsets
+  into its context; "" for no answer).
+
+Example:
+    >>> predict_texts("sst2_model", ["a gripping, funny film", "dull and far too long"])  # doctest: +SKIP
+    [{'label': '1', 'probability': 0.93, ...}, {'label': '0', 'probability': 0.88, ...}]
+    >>> predict_texts("conll_model", ["EU rejects German call"])  # doctest: +SKIP
+    [[('EU', 'B-ORG'), ('rejects', 'O'), ('German', 'B-MISC'), ('call', 'O')]]
+    >>> answer_questions("squad_model", ["Who wrote it?"], ["It was written by Mary Shelley."])  # doctest: +SKIP
+    [{'text': 'Mary Shelley', 'start': 18, 'end': 30, 'score': 9.1, 'probability': 0.71}]
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import bert_tf
+from pipelines.finetune_task import task_from_directory
+
+
+class Predictor:
+    """A fine-tuned model directory, loaded, with its task (`task_name`: "classify", "ner" or "squad")."""
+
+    def __init__(self, model_dir, batch_size: int = 32):
+        directory = bert_tf.load_model_directory(model_dir)
+        self.model = directory.model
+        self.task = task_from_directory(directory)
+        self.batch_size = batch_size
+
+    @property
+    def task_name(self) -> str:
+        return self.task.name
+
+    def _require(self, *task_names: str) -> None:
+        if self.task_name not in task_names:
+            raise ValueError(f"This is a {self.task_name!r} model; this prediction needs a {' or '.join(task_names)} model.")
+
+    def _predict(self, examples) -> list:
+        return self.task.predict(self.model, self.task.prepare(examples, training=False), self.batch_size)
+
+    def classify(self, texts: Sequence[str], text_pairs: Sequence[str] | None = None) -> list[dict]:
+        """The class (or classes) of each text, or of each (text, second text) pair."""
+        self._require("classify")
+        return self._predict(self.task.examples_from_texts(texts, text_pairs))
+
+    def tag(self, texts: Sequence[str]) -> list[list[tuple[str, str]]]:
+        """The entity tag of each whitespace-separated word of each text."""
+        self._require("ner")
+        return self._predict(self.task.examples_from_texts(texts))
+
+    def answer(self, questions: Sequence[str], contexts: Sequence[str]) -> list[dict]:
+        """The answer span of each question in its context."""
+        self._require("squad")
+        return self._predict(self.task.examples_from_texts(questions, contexts))
+
+    def predict_texts(self, texts: Sequence[str], text_pairs: Sequence[str] | None = None) -> list:
+        """Classes (classification models) or word tags (NER models) of texts."""
+        self._require("classify", "ner")
+        if self.task_name == "ner":
+            if text_pairs is not None:
+                raise ValueError("NER models tag single texts; they take no second text.")
+            return self.tag(texts)
+        return self.classify(texts, text_pairs)
+
+
+def predict_texts(model_dir, texts: Sequence[str], text_pairs: Sequence[str] | None = None) -> list:
+    """`Predictor(model_dir).predict_texts(texts, text_pairs)`."""
+    return Predictor(model_dir).predict_texts(texts, text_pairs)
+
+
+def answer_questions(model_dir, questions: Sequence[str], contexts: Sequence[str]) -> list[dict]:
+    """`Predictor(model_dir).answer(questions, contexts)`."""
+    return Predictor(model_dir).answer(questions, contexts)

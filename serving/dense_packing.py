@@ -1,0 +1,67 @@
+"""Packing token segments as `[CLS] A [SEP] B [SEP] [PAD]...` with dense ops only.
+
+Used where ragged packing (`tensorflow_text.combine_segments`, ragged slicing) cannot be:
+in TFLite models, which have no kernels for RaggedRange or RaggedGather
+(`serving.tflite_export`), and where the number of tokens kept per segment is computed
+by the caller (`serving.text_tasks`: NER words, SQuAD questions). Each segment comes as
+a dense [batch, width] tensor of ids with the count of its tokens to keep per example;
+`[CLS]`, the kept tokens and one `[SEP]` per segment are placed by position with gathers
+and selects, and the rest is padding.
+
+Example:
+    >>> ids = pack_dense([tf.constant([[7, 8, 9]]), tf.constant([[5, 0, 0]])],
+    ...                  [tf.constant([2]), tf.constant([1])], seq_length=8, vocabulary=vocabulary)  # doctest: +SKIP
+    >>> ids["input_word_ids"].numpy().tolist(), ids["input_type_ids"].numpy().tolist()  # doctest: +SKIP
+    ([[101, 7, 8, 102, 5, 102, 0, 0]], [[0, 0, 0, 0, 1, 1, 0, 0]])
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+
+def pack_dense(segments: list[tf.Tensor], counts: list[tf.Tensor], seq_length: int, vocabulary) -> dict[str, tf.Tensor]:
+    """The three int32 [batch, seq_length] id tensors; segment i keeps its first `counts[i]` tokens [batch].
+
+    The counts must leave room for `[CLS]` and the `[SEP]`s (the caller truncates).
+    """
+    positions = tf.range(seq_length)[tf.newaxis, :]
+    word_ids = tf.fill([tf.shape(segments[0])[0], seq_length], vocabulary.pad_id)
+    word_ids = tf.where(positions == 0, vocabulary.cls_id, word_ids)
+    type_ids = tf.zeros_like(word_ids)
+    start = tf.ones_like(counts[0])[:, tf.newaxis]  # where the current segment begins: after [CLS]
+    for index, (segment, count) in enumerate(zip(segments, counts)):
+        count = tf.cast(count, tf.int32)[:, tf.newaxis]
+        offset = positions - start
+        inside = tf.logical_and(offset >= 0, offset < count)
+        width = tf.shape(segment)[1]
+        taken = tf.gather(segment, tf.clip_by_value(offset, 0, tf.maximum(width - 1, 0)), batch_dims=1)
+        word_ids = tf.where(inside, taken, word_ids)
+        word_ids = tf.where(offset == count, vocabulary.sep_id, word_ids)
+        type_ids = tf.where(tf.logical_and(offset >= 0, offset <= count), index, type_ids)
+        start += count + 1
+    return {
+        "input_word_ids": word_ids,
+        "input_mask": tf.cast(positions < start, tf.int32),
+        "input_type_ids": type_ids,
+    }
+
+
+def round_robin_counts(lengths: list[tf.Tensor], budget: int) -> list[tf.Tensor]:
+    """Tokens kept per segment (one or two) under tensorflow-text's RoundRobinTrimmer: one token per
+    segment in turn, the first segment first, until the budget or the segments run out."""
+    if len(lengths) == 1:
+        return [tf.minimum(lengths[0], budget)]
+    first, second = lengths
+    return [
+        tf.minimum(first, tf.maximum((budget + 1) // 2, budget - second)),
+        tf.minimum(second, tf.maximum(budget // 2, budget - first)),
+    ]
+
+
+def question_first_counts(lengths: list[tf.Tensor], budget: int, max_question_tokens: int) -> list[tf.Tensor]:
+    """Tokens kept for (question, context), as SQuAD features are made: the question's first
+    `max_question_tokens`, the context what is left (only its first window)."""
+    question, context = lengths
+    kept_question = tf.minimum(question, min(max_question_tokens, budget))
+    return [kept_question, tf.minimum(context, budget - kept_question)]

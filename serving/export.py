@@ -1,0 +1,129 @@
+"""`export_saved_model`: a bert-tf model directory → a SavedModel version for TensorFlow Serving.
+
+Writes `BASE/NAME/<version>/` (the layout TF Serving watches; the version defaults to the
+highest one there + 1). The version is written to a hidden directory beside it and
+renamed at the end, so a polling server never sees half a model.
+
+Signatures (inputs and outputs per task: see `serving.signatures`):
+- `serving_default`: raw text in (`text`, `text_b` for pair tasks; `question`, `context`
+  for squad; string [batch], UTF-8), the task's outputs out (plus word tags for ner and
+  the answer text for squad: `serving.text_tasks`). Tokenization runs in the graph
+  (bert_tf's exact BERT tokenizer, the model's vocabulary and casing, truncation to
+  `seq_length`). Bytes that are not UTF-8 are dropped, an empty string is just
+  `[CLS] [SEP]`.
+- `serve_ids`: `input_word_ids`, `input_mask`, `input_type_ids` (int32 [batch,
+  seq_length]) in, the same outputs; no text ops run.
+- `preprocess`: the text inputs → the three id tensors that `serve_ids` takes.
+- `model_info`: `request` (string [batch], values ignored: send `[""]`) → the recorded
+  settings, one row per request: `task` (string), `seq_length` (int32), `lower_case`
+  (bool), `vocab_size` (int32), `vocab_file` (string: the vocabulary asset's path where
+  the model is loaded), for classify/ner `label_names` [k], and for classify
+  `classifier_mode` ("single_label", "multi_label" or "regression"). (An input, and
+  batch-major outputs, because TF Serving's batching refuses signatures without.)
+With `ids_only=True` there are no text signatures: `serving_default` is `serve_ids`, and
+the SavedModel holds no tensorflow-text op, for TF Serving builds without them ("Op type
+not registered 'FastWordpieceTokenizeWithOffsets'").
+
+What clients can see without running anything: the signatures, dtypes and shapes in
+`GetModelMetadata` (the ids' second dimension is `seq_length`). Objects for Python
+(`tf.saved_model.load`): `vocab_file` (a `tf.saved_model.Asset`, copied into
+`assets/vocab.txt`), `do_lower_case` and `seq_length` (variables), as TF Hub BERT
+preprocessors have them.
+
+Example:
+    >>> export_saved_model("runs/sst2/model", "/models", "sst2")  # doctest: +SKIP
+    PosixPath('/models/sst2/1')
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from pathlib import Path
+
+import tensorflow as tf
+
+from bert_tf.checkpoints.pretrained import load_model_directory
+from serving.signatures import ServingSpec, model_info_function, serve_ids_function, serving_spec, text_input_specs
+from serving.text_tasks import TextSignatures
+
+logger = logging.getLogger("bert_tf.serving")
+
+
+def export_saved_model(
+    model_dir: str | Path,
+    base_path: str | Path,
+    name: str,
+    version: int | None = None,
+    ids_only: bool = False,
+    seq_length: int | None = None,
+) -> Path:
+    """Exports the model directory `model_dir` as `base_path/name/<version>/`; returns that path.
+
+    `version` None: the highest version there + 1 (1 for a new model). `seq_length`
+    None: the directory's `seq_length` metadata, else 128. Raises FileExistsError if the
+    version exists, ValueError/FileNotFoundError for a directory that cannot be exported.
+    """
+    if not name or name != Path(name).name or name.startswith("."):
+        raise ValueError(f"Invalid model name {name!r}: it must be a plain directory name.")
+    model_path = Path(base_path) / name
+    version = next_version(model_path) if version is None else version
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"version must be a positive integer, got {version!r}.")
+    final = model_path / str(version)
+    if final.exists():
+        raise FileExistsError(f"{final} exists already; pick another --version (or leave it out for the next one).")
+    spec = serving_spec(load_model_directory(model_dir), seq_length)
+    module, signatures = build_serving_module(spec, ids_only)
+    model_path.mkdir(parents=True, exist_ok=True)
+    staging = model_path / f".export-{version}-{os.getpid()}"
+    try:
+        tf.saved_model.save(module, str(staging), signatures=signatures)
+        staging.rename(final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    logger.info("Exported %s (%s) to %s with signatures %s.", model_dir, spec.task, final, ", ".join(sorted(signatures)))
+    return final
+
+
+def next_version(model_path: str | Path) -> int:
+    """1 + the highest numeric version directory under `model_path` (1 if there is none)."""
+    path = Path(model_path)
+    if not path.is_dir():
+        return 1
+    return max((int(child.name) for child in path.iterdir() if child.name.isascii() and child.name.isdigit()),
+               default=0) + 1
+
+
+def build_serving_module(spec: ServingSpec, ids_only: bool = False) -> tuple[tf.Module, dict]:
+    """The module to save (variables, vocabulary asset, settings) and its signatures {name: concrete function}."""
+    module = tf.Module(name="bert_tf_serving")
+    # The model's tf.Variables themselves, not the Keras model: TFLite's converter freezes only
+    # variables it finds as such in the object graph (it left a tracked Keras model's unfrozen: NaN outputs).
+    module.model_variables = [variable.value for variable in spec.model.variables]
+    module.vocab_file = tf.saved_model.Asset(str(spec.vocab_file))
+    module.do_lower_case = tf.Variable(spec.lower_case, trainable=False, name="do_lower_case")
+    module.seq_length = tf.Variable(spec.seq_length, trainable=False, name="seq_length")
+
+    model_info = model_info_function(spec, extra=lambda: {"vocab_file": module.vocab_file.asset_path})
+    signatures = {"serve_ids": serve_ids_function(spec).get_concrete_function(),
+                  "model_info": model_info.get_concrete_function()}
+    if ids_only:
+        signatures["serving_default"] = signatures["serve_ids"]
+        return module, signatures
+
+    text = TextSignatures(spec)
+
+    @tf.function(input_signature=text_input_specs(spec))
+    def serve_text(*texts):
+        return text.outputs(list(texts))
+
+    @tf.function(input_signature=text_input_specs(spec))
+    def preprocess(*texts):
+        return text.preprocess(list(texts))
+
+    signatures["serving_default"] = serve_text.get_concrete_function()
+    signatures["preprocess"] = preprocess.get_concrete_function()
+    return module, signatures

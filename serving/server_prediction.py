@@ -1,0 +1,115 @@
+"""`ServerPredictor`: predictions of a model served by TF Serving (or `bert-tf serve`), over gRPC,
+as the same plain Python values as `pipelines.prediction.Predictor` gives for a model directory.
+
+The model must be a bert-tf export with text signatures (`serving.export`, not
+`--ids-only`): raw text goes in and the server tokenizes. Its `model_info` signature says
+the task:
+- classify: `{"label", "probability", "probabilities": {label: p}}` per text, or for a
+  multi-label model `{"labels": [labels with p ≥ 0.5], "probabilities": {label: p}}`;
+- ner: `[(word, tag), ...]` per text (words split at whitespace; words beyond the
+  model's `seq_length` get the tag "");
+- squad: `{"text", "start", "end", "score", "probability"}` per question (character
+  offsets into its context; "" for no answer). Unlike the local pipeline, only the
+  context's first window is searched and the probability is normalized over every
+  allowed span (see `serving.signatures`).
+
+Example:
+    >>> predictor = ServerPredictor("127.0.0.1:8500", "sst2")  # doctest: +SKIP
+    >>> predictor.task_name, predictor.classify(["a gripping film"])  # doctest: +SKIP
+    ('classify', [{'label': 'positive', 'probability': 0.93, 'probabilities': {...}}])
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from serving.grpc_client import GrpcClient
+
+MULTI_LABEL_THRESHOLD = 0.5
+
+
+class ServerPredictor:
+    """Model `model_name` at `target` ("host:port", gRPC); reads its `model_info` once."""
+
+    def __init__(self, target: str, model_name: str, timeout_s: float = 30.0):
+        self.target = target
+        self.model_name = model_name
+        self.client = GrpcClient(target, model_name=model_name, timeout_s=timeout_s)
+        signatures = self.client.metadata()
+        if "model_info" not in signatures:
+            raise ValueError(f"Model {model_name!r} at {target} is not a bert-tf export (no model_info signature).")
+        self.text_inputs = sorted(signatures["serving_default"]["inputs"])
+        if "input_word_ids" in self.text_inputs:
+            raise ValueError(f"Model {model_name!r} takes token ids (exported with --ids-only); export it with text "
+                             "signatures to predict from text.")
+        info = GrpcClient(target, model_name=model_name, signature_name="model_info", timeout_s=timeout_s).predict(
+            {"request": [""]})
+        self.task_name = _text(info["task"][0])
+        self.classifier_mode = _text(info["classifier_mode"][0]) if "classifier_mode" in info else ""
+        self.label_names = [_text(label) for label in info["label_names"][0]] if "label_names" in info else []
+
+    def classify(self, texts: Sequence[str], text_pairs: Sequence[str] | None = None) -> list[dict]:
+        """The class (or classes) of each text, or of each (text, second text) pair."""
+        self._require("classify")
+        if self.classifier_mode == "regression":
+            raise ValueError(f"Model {self.model_name!r} is a regression model; it has no classes.")
+        inputs = {"text": list(texts)}
+        if self.text_inputs == ["text", "text_b"]:
+            if text_pairs is None or len(text_pairs) != len(texts):
+                raise ValueError(f"Model {self.model_name!r} classifies text pairs: give a second text for each text.")
+            inputs["text_b"] = list(text_pairs)
+        elif text_pairs is not None:
+            raise ValueError(f"Model {self.model_name!r} classifies single texts; it takes no second text.")
+        results = []
+        for row in self.client.predict(inputs, output_filter=["probabilities"])["probabilities"].tolist():
+            probabilities = dict(zip(self.label_names, row))
+            if self.classifier_mode == "multi_label":
+                results.append({"labels": [name for name, p in probabilities.items() if p >= MULTI_LABEL_THRESHOLD],
+                                "probabilities": probabilities})
+            else:
+                best = int(np.argmax(row))
+                results.append({"label": self.label_names[best], "probability": row[best],
+                                "probabilities": probabilities})
+        return results
+
+    def tag(self, texts: Sequence[str]) -> list[list[tuple[str, str]]]:
+        """The entity tag of each whitespace-separated word of each text."""
+        self._require("ner")
+        outputs = self.client.predict({"text": list(texts)}, output_filter=["word_tags"])
+        return [[(word, tag) for word, tag in zip(text.split(), map(_text, tags))]
+                for text, tags in zip(texts, outputs["word_tags"])]
+
+    def answer(self, questions: Sequence[str], contexts: Sequence[str]) -> list[dict]:
+        """The answer span of each question in its context."""
+        self._require("squad")
+        if len(questions) != len(contexts):
+            raise ValueError(f"Got {len(questions)} questions but {len(contexts)} contexts.")
+        outputs = self.client.predict({"question": list(questions), "context": list(contexts)}, output_filter=[
+            "answer_text", "answer_char_start", "answer_char_end", "answer_score", "answer_probability"])
+        return [{"text": _text(text), "start": int(start), "end": int(end), "score": float(score),
+                 "probability": float(probability)}
+                for text, start, end, score, probability in zip(
+                    outputs["answer_text"], outputs["answer_char_start"], outputs["answer_char_end"],
+                    outputs["answer_score"], outputs["answer_probability"])]
+
+    def predict_texts(self, texts: Sequence[str], text_pairs: Sequence[str] | None = None) -> list:
+        """Classes (classify) or tagged words (ner) of texts."""
+        if self.task_name == "ner":
+            if text_pairs is not None:
+                raise ValueError("An NER model takes no second text.")
+            return self.tag(texts)
+        return self.classify(texts, text_pairs)
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _require(self, task: str) -> None:
+        if self.task_name != task:
+            raise ValueError(f"Model {self.model_name!r} is a {self.task_name!r} model; this prediction needs a "
+                             f"{task!r} model.")
+
+
+def _text(value) -> str:
+    return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)

@@ -1,0 +1,176 @@
+"""`export_tflite`: a bert-tf model directory → a `.tflite` file with token ids or raw text in.
+
+Two kinds of model (`inputs=`), both converted with TFLite's builtin ops only (the pip
+interpreters have no Flex delegate, so SELECT_TF_OPS models would not run):
+- "ids": signature `serving_default` takes `input_word_ids`, `input_mask`,
+  `input_type_ids` (int32 [batch, seq_length]); runs on any TFLite interpreter.
+- "text": `serving_default` takes the text inputs (`text`, `text_b`, ... string
+  [batch]); also `preprocess` (text → the three ids) and `serve_ids`. The tokenizer is
+  written with the ops tensorflow-text has TFLite kernels for (FastBertNormalize,
+  FastWordpieceTokenize, RaggedTensorToTensor), converted as custom ops: run it with
+  `InterpreterWithCustomOps(custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)`
+  (`serving.tflite_runner` does). See `DenseTextPacker`.
+Both have a `model_info` signature (`task`, `seq_length`, `lower_case`, `vocab_size`,
+`label_names` for classify/ner, `classifier_mode` for classify) and the outputs of
+`serving.signatures`.
+
+The text model does NOT use bert_tf's exact tokenizer (its Unicode ops have no TFLite
+kernels): tensorflow-text's FastBertNormalizer + FastWordpieceTokenizer agree with it on
+ordinary text (every SST-2 dev sentence, see tests/test_tflite.py) but not on rare
+characters: compatibility forms are decomposed ("½" → "1⁄2", "Ａ" → "a", "ﬁ" → "fi",
+"Ⅻ" → "xii"), "ß" becomes "ss" (case folding), cased models treat zero-width
+characters as spaces, and a word longer than 100 UTF-8 bytes (not characters) is `[UNK]`.
+Pairs are truncated round-robin, as `BertPreprocessor`'s default.
+
+Quantization: "dynamic_range" (int8 weights, float activations; tensors under 1024
+elements stay float32) or "float16" (float16 weights).
+
+Example:
+    >>> export_tflite("runs/sst2/model", "sst2.tflite", inputs="text", quantization="dynamic_range")  # doctest: +SKIP
+    PosixPath('sst2.tflite')
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from bert_tf.checkpoints.pretrained import load_model_directory
+from serving.dense_packing import pack_dense, question_first_counts, round_robin_counts
+from serving.signatures import ServingSpec, model_info_function, serve_ids_function, serving_spec
+from serving.signatures import task_outputs, text_input_specs
+from serving.tflite_runner import TfliteModel
+
+logger = logging.getLogger("bert_tf.serving")
+
+INPUT_KINDS = ("ids", "text")
+QUANTIZATIONS = ("none", "dynamic_range", "float16")
+MAX_BYTES_PER_WORD = 100
+
+
+def export_tflite(
+    model_dir: str | Path,
+    out_file: str | Path,
+    inputs: str = "ids",
+    quantization: str = "none",
+    seq_length: int | None = None,
+) -> Path:
+    """Converts the model directory `model_dir` and writes `out_file` (a `.tflite` file, replaced whole)."""
+    out = Path(out_file)
+    if out.suffix != ".tflite":
+        raise ValueError(f"The TFLite output file must end in .tflite, got {out}.")
+    spec = serving_spec(load_model_directory(model_dir), seq_length)
+    content = convert(spec, inputs, quantization)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = out.with_name(f".{out.name}.{os.getpid()}")
+    try:
+        staging.write_bytes(content)
+        _check_runs(TfliteModel(staging), spec)
+        staging.replace(out)
+    except BaseException:
+        staging.unlink(missing_ok=True)
+        raise
+    logger.info("Wrote %s (%s, %s inputs, quantization %s, %d bytes).", out, spec.task, inputs, quantization, len(content))
+    return out
+
+
+def convert(spec: ServingSpec, inputs: str = "ids", quantization: str = "none") -> bytes:
+    """The `.tflite` flatbuffer of a model (see the module docstring for `inputs` and `quantization`)."""
+    if inputs not in INPUT_KINDS:
+        raise ValueError(f"inputs must be one of {INPUT_KINDS}, got {inputs!r}.")
+    if quantization not in QUANTIZATIONS:
+        raise ValueError(f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}.")
+    module, signatures = _tflite_module(spec, with_text=inputs == "text")
+    with tempfile.TemporaryDirectory(prefix="bert_tf_tflite_") as saved_model:
+        # Through a SavedModel: the converter freezes the variables of a loaded SavedModel reliably.
+        tf.saved_model.save(module, saved_model, signatures=signatures)
+        converter = tf.lite.TFLiteConverter.from_saved_model(saved_model, signature_keys=list(signatures))
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+        converter.allow_custom_ops = inputs == "text"  # the tensorflow-text kernels, registered at run time
+        if quantization != "none":
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        if quantization == "float16":
+            converter.target_spec.supported_types = [tf.float16]
+        return converter.convert()
+
+
+def _check_runs(model: TfliteModel, spec: ServingSpec) -> None:
+    """Runs `serving_default` once, so that an op without a kernel fails the export, not a device."""
+    first_id = {"input_word_ids": spec.vocabulary.cls_id, "input_mask": 1, "input_type_ids": 0}
+    inputs = {name: ["a"] if name in spec.text_inputs else [[first_id[name]] + [0] * (spec.seq_length - 1)]
+              for name in model.input_names()}
+    try:
+        model.run(inputs)
+    except RuntimeError as error:
+        raise ValueError(f"The converted TFLite model does not run: {error}") from None
+
+
+class DenseTextPacker(tf.Module):
+    """Text segments → `input_word_ids`, `input_mask`, `input_type_ids` [batch, seq_length], TFLite-ready.
+
+    tensorflow-text's FastBertNormalizer and FastWordpieceTokenizer (which splits words
+    itself) give ragged ids; everything after is dense (`serving.dense_packing`), because
+    TFLite has no kernels for ragged slicing or concatenation (RaggedRange, RaggedGather):
+    each segment is cut and padded with `to_tensor(shape=...)`, and the tokens kept per
+    segment are computed from the lengths (round-robin for pairs; for squad the question's
+    first `max_query_length`, then the context, as the SavedModel does).
+    """
+
+    def __init__(self, spec: ServingSpec):
+        super().__init__(name="dense_text_packer")
+        self.spec = spec
+        self.budget = spec.seq_length - 1 - len(spec.text_inputs)  # room left by [CLS] and one [SEP] per segment
+        self.normalizer = tf_text.FastBertNormalizer(lower_case_nfd_strip_accents=spec.lower_case)
+        self.tokenizer = tf_text.FastWordpieceTokenizer(
+            list(spec.vocabulary.tokens),
+            token_out_type=tf.int32,
+            max_bytes_per_word=MAX_BYTES_PER_WORD,
+            no_pretokenization=False,
+            support_detokenization=False,
+        )
+
+    def __call__(self, texts) -> dict[str, tf.Tensor]:
+        pieces = [self.tokenizer.tokenize(self.normalizer.normalize(text)) for text in texts]
+        dense = [tokens.to_tensor(self.spec.vocabulary.pad_id, shape=[None, self.budget]) for tokens in pieces]
+        lengths = [tf.minimum(tf.cast(tokens.row_lengths(), tf.int32), self.budget) for tokens in pieces]
+        if self.spec.task == "squad":
+            kept = question_first_counts(lengths, self.budget, self.spec.squad["max_query_length"])
+        else:
+            kept = round_robin_counts(lengths, self.budget)
+        return pack_dense(dense, kept, self.spec.seq_length, self.spec.vocabulary)
+
+
+def _tflite_module(spec: ServingSpec, with_text: bool) -> tuple[tf.Module, dict]:
+    """The module to convert and its signatures; see the module docstring."""
+    module = tf.Module(name="bert_tf_tflite")
+    # The tf.Variables themselves (see serving.export.build_serving_module).
+    module.model_variables = [variable.value for variable in spec.model.variables]
+
+    serve_ids = serve_ids_function(spec)
+
+    signatures = {"model_info": model_info_function(spec).get_concrete_function()}
+    if not with_text:
+        signatures["serving_default"] = serve_ids.get_concrete_function()
+        return module, signatures
+
+    module.packer = DenseTextPacker(spec)
+
+    @tf.function(input_signature=text_input_specs(spec))
+    def serve_text(*texts):
+        return task_outputs(spec, module.packer(texts))
+
+    @tf.function(input_signature=text_input_specs(spec))
+    def preprocess(*texts):
+        return module.packer(texts)
+
+    signatures.update(
+        serving_default=serve_text.get_concrete_function(),
+        preprocess=preprocess.get_concrete_function(),
+        serve_ids=serve_ids.get_concrete_function(),
+    )
+    return module, signatures

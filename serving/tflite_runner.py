@@ -1,0 +1,124 @@
+"""`TfliteModel`: runs a `.tflite` file from `serving.tflite_export` on numpy inputs or texts, for checking.
+
+It uses LiteRT's `InterpreterWithCustomOps` (`ai_edge_litert`) with tensorflow-text's
+TFLite kernels registered (`tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS`), so
+both the ids and the raw-text models run. Every call resizes the inputs to the batch
+given.
+
+Example:
+    >>> model = TfliteModel("sst2.tflite")               # doctest: +SKIP
+    >>> model.info["task"], model.input_names()           # doctest: +SKIP
+    ('classify', ['text'])
+    >>> model.classify(["a fine film", "dull"])           # doctest: +SKIP
+    [('positive', 0.91), ('negative', 0.84)]
+
+    $ python -m serving.tflite_runner sst2.tflite "a fine film" "dull"
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+DEFAULT_SIGNATURE = "serving_default"
+
+
+class TfliteModel:
+    """The `.tflite` file `path`, loaded; `num_threads` None lets LiteRT choose."""
+
+    def __init__(self, path: str | Path, num_threads: int | None = None):
+        import tensorflow_text
+        from ai_edge_litert.interpreter import InterpreterWithCustomOps
+
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise FileNotFoundError(f"TFLite model not found: {self.path}")
+        self.interpreter = InterpreterWithCustomOps(
+            custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
+            model_path=str(self.path),
+            num_threads=num_threads,
+        )
+        self.signatures = self.interpreter.get_signature_list()
+
+    @functools.cached_property
+    def info(self) -> dict[str, Any]:
+        """The `model_info` signature's values as Python objects (task, seq_length, lower_case, ...)."""
+        values = self.run({"request": [""]}, "model_info")
+        return {name: _python_value(value[0]) for name, value in values.items()}
+
+    def input_names(self, signature: str = DEFAULT_SIGNATURE) -> list[str]:
+        return list(self._signature(signature)["inputs"])
+
+    def run(self, inputs: Mapping[str, Any], signature: str = DEFAULT_SIGNATURE) -> dict[str, np.ndarray]:
+        """The signature's outputs for `inputs` ({name: array-like}, cast to the input's dtype)."""
+        expected = set(self._signature(signature)["inputs"])
+        if set(inputs) != expected:
+            raise ValueError(f"Signature {signature!r} takes inputs {sorted(expected)}, got {sorted(inputs)}.")
+        runner = self.interpreter.get_signature_runner(signature)
+        details = runner.get_input_details()
+        arrays = {name: _as_input(value, details[name]["dtype"]) for name, value in inputs.items()}
+        return runner(**arrays)
+
+    def predict_texts(self, *segments: Sequence[str | bytes]) -> dict[str, np.ndarray]:
+        """The outputs of a raw-text model for texts (and, for pair models, a second list of texts)."""
+        names = self.input_names()
+        if "input_word_ids" in names:
+            raise ValueError(f"{self.path} takes token ids, not text; export it with inputs='text' (--tflite-input text).")
+        if len(segments) != len(names):
+            raise ValueError(f"{self.path} takes {len(names)} text input(s) ({', '.join(names)}), got {len(segments)}.")
+        return self.run(dict(zip(names, segments)))
+
+    def classify(self, *segments: Sequence[str | bytes]) -> list[tuple[str, float]]:
+        """For each text (pair), its most probable label and that probability (classifiers only)."""
+        outputs = self.predict_texts(*segments)
+        if "probabilities" not in outputs:
+            raise ValueError(f"{self.path} is not a classifier (its outputs are {sorted(outputs)}).")
+        best = outputs["probabilities"].argmax(axis=1)
+        return [
+            (_python_value(labels[index]), float(probabilities[index]))
+            for labels, probabilities, index in zip(outputs["label_names"], outputs["probabilities"], best)
+        ]
+
+    def _signature(self, name: str) -> dict:
+        if name not in self.signatures:
+            raise ValueError(f"{self.path} has no signature {name!r}; it has {sorted(self.signatures)}.")
+        return self.signatures[name]
+
+
+def _as_input(value, dtype) -> np.ndarray:
+    if dtype in (np.bytes_, np.object_, np.str_):
+        return np.array([item.encode("utf-8") if isinstance(item, str) else item for item in value], dtype=object)
+    return np.asarray(value, dtype=dtype)
+
+
+def _python_value(value):
+    value = value.item() if isinstance(value, np.ndarray) and value.ndim == 0 else value
+    if isinstance(value, np.ndarray):
+        return [_python_value(item) for item in value]
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m serving.tflite_runner MODEL.tflite TEXT ...`: prints each text's label and probability."""
+    parser = argparse.ArgumentParser(prog="python -m serving.tflite_runner", description=main.__doc__)
+    parser.add_argument("model", help="a raw-text classifier .tflite file (export --format tflite --tflite-input text)")
+    parser.add_argument("texts", nargs="+", help="texts to classify")
+    args = parser.parse_args(argv)
+    try:
+        for text, (label, probability) in zip(args.texts, TfliteModel(args.model).classify(args.texts)):
+            print(f"{label}\t{probability:.4f}\t{text}")
+    except (FileNotFoundError, ValueError) as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

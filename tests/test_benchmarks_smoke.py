@@ -1,0 +1,29 @@
+"""Smoke test of the benchmark suite (`python -m benchmarks.run --quick`): the code runs and writes its results.
+
+It measures nothing: speed figures come from `python -m benchmarks.run` (benchmarks/RESULTS.md), never from tests.
+"""
+
+import json
+
+from benchmarks import run as benchmark_suite
+from benchmarks.report import replace_section
+
+
+def test_a_section_is_replaced_and_the_others_are_kept():
+    text = "# Benchmark results\n\n## Written by another script\n\nkept\n"
+    first = replace_section(text, "inference", "## Encoder inference\n\nfirst run")
+    second = replace_section(first, "inference", "## Encoder inference\n\nsecond run")
+    assert second.startswith(text.rstrip("\n"))
+    assert "second run" in second and "first run" not in second and second.count("## Encoder inference") == 1
+
+
+def test_quick_inference_benchmark_writes_its_section_and_json(tmp_path):
+    assert benchmark_suite.main(["--quick", "--only", "inference", "--output-dir", str(tmp_path)]) == 0
+    results = (tmp_path / "RESULTS.md").read_text(encoding="utf-8")
+    assert "## Encoder inference" in results and "Machine: " in results and "| batch | contender |" in results
+    data = json.loads((tmp_path / "results" / "inference.json").read_text(encoding="utf-8"))
+    assert data["quick"] and data["command"] == f"python -m benchmarks.run --quick --only inference --output-dir {tmp_path}"
+    assert data["machine"]["cpu_model"] and data["machine"]["versions"]["tensorflow"]
+    assert set(data["results"]) == {"1", "2"} and data["peak_gflops_best_call"] > 0
+    for timings in data["results"].values():
+        assert all(len(timing["seconds"]) == 2 for timing in timings.values())

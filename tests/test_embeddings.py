@@ -1,0 +1,181 @@
+"""Sentence and token embeddings: pooling against NumPy, padding invariance, layers, words, files."""
+
+import json
+import logging
+
+import numpy as np
+import pytest
+
+from bert_tf import BertModel, BertTokenizer
+from bert_tf.inspection import (
+    EmbeddingConfig,
+    TextEmbedder,
+    cosine_similarity,
+    embed_file,
+    pool_tokens,
+)
+from tiny_inspection_models import CONFIG, MAX_LENGTH, TOKENS
+
+TEXTS = ["the woman went to the store and bought a pair of shoes", "i opened", "", "we sat on the river bank ."]
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    return BertModel(CONFIG)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return BertTokenizer(list(TOKENS))
+
+
+@pytest.fixture(scope="module")
+def embedder(encoder, tokenizer):
+    return TextEmbedder(encoder, tokenizer)
+
+
+def numpy_pool(hidden, mask, pooling):
+    """Reference pooling of one example [seq, dim] with mask [seq]."""
+    real = hidden[mask.astype(bool)]
+    if pooling == "cls":
+        return hidden[0]
+    if not len(real):
+        return np.zeros(hidden.shape[-1] * (2 if pooling == "mean_max" else 1))
+    mean, maximum = real.mean(axis=0), real.max(axis=0)
+    return {"mean": mean, "max": maximum, "mean_max": np.concatenate([mean, maximum])}[pooling]
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean", "max", "mean_max"])
+def test_pool_tokens_matches_numpy_with_padding(pooling):
+    rng = np.random.default_rng(0)
+    # All negative: a max that let padding positions (zeros) in would show.
+    hidden = rng.normal(size=(4, 6, 5)).astype(np.float32) - 3.0
+    mask = np.array([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0]])
+    pooled = pool_tokens(hidden, mask, pooling).numpy()
+    expected = np.stack([numpy_pool(h, m, pooling) for h, m in zip(hidden, mask)])
+    np.testing.assert_allclose(pooled, expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("pooling, layers", [("cls", (-1,)), ("mean", (0,)), ("max", (-1,)), ("mean_max", (-2, -1)),
+                                             ("pooled", (-1,))])
+def test_sentence_vectors_match_unpadded_reference(encoder, tokenizer, embedder, pooling, layers):
+    """Batched with padding="longest" (padding present) = each text alone, pooled in NumPy."""
+    config = EmbeddingConfig(pooling=pooling, layers=layers, batch_size=3)
+    vectors = embedder.embed(TEXTS, config)
+    assert vectors.shape == (len(TEXTS), embedder.dim(config)) and vectors.dtype == np.float32
+    for text, vector in zip(TEXTS, vectors):
+        ids = [tokenizer.vocabulary.cls_id, *tokenizer.tokenize(text).numpy().tolist(), tokenizer.vocabulary.sep_id]
+        outputs = encoder({"input_word_ids": np.array([ids])})
+        if pooling == "pooled":
+            expected = outputs["pooled_output"][0].numpy()
+        else:
+            hidden = np.concatenate([outputs["encoder_outputs"][layer][0].numpy() for layer in layers], axis=-1)
+            expected = numpy_pool(hidden, np.ones(len(ids)), pooling)
+        np.testing.assert_allclose(vector, expected, atol=2e-5)
+
+
+def test_normalize_and_skip_special_tokens(embedder):
+    texts = TEXTS[:2]
+    plain = embedder.embed(texts)
+    unit = embedder.embed(texts, EmbeddingConfig(normalize=True))
+    np.testing.assert_allclose(np.linalg.norm(unit, axis=1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(unit, plain / np.linalg.norm(plain, axis=1, keepdims=True), atol=1e-6)
+    unit_tokens = embedder.embed_tokens(texts, EmbeddingConfig(normalize=True))
+    np.testing.assert_allclose(np.linalg.norm(unit_tokens[0].vectors, axis=1), 1.0, atol=1e-6)
+
+    skipping = embedder.embed(texts, EmbeddingConfig(pooling="mean", skip_special_tokens=True))
+    for vector, item in zip(skipping, embedder.embed_tokens(texts)):
+        np.testing.assert_allclose(vector, item.vectors[1:-1].mean(axis=0), atol=2e-5)  # without [CLS] and [SEP]
+
+
+def test_token_vectors_name_their_words(embedder):
+    item, = embedder.embed_tokens(["We sat, playing  Players"], EmbeddingConfig(layers=(-2, -1)))
+    assert item.tokens == ["[CLS]", "we", "sat", ",", "play", "##ing", "play", "##er", "##s", "[SEP]"]
+    assert item.words == ["We", "sat", ",", "playing", "Players"]
+    assert item.word_ids == [-1, 0, 1, 2, 3, 3, 4, 4, 4, -1]
+    assert item.starts[4:9] == [8, 12, 17, 21, 23] and item.ends[4:9] == [12, 15, 21, 23, 24]
+    assert item.starts[0] is None and item.ends[-1] is None
+    assert item.vectors.shape == (10, 2 * CONFIG.hidden_size)
+    np.testing.assert_allclose(item.word_vector("players"), item.vectors[6:9].mean(axis=0))
+    with pytest.raises(KeyError, match="occurs 0 time"):
+        item.word_vector("bank")
+    record = item.to_json()
+    assert record["tokens"][5] == {"token": "##ing", "word": "playing", "word_index": 3, "start": 12, "end": 15,
+                                   "vector": pytest.approx(item.vectors[5].tolist(), abs=1e-6)}
+
+
+def test_bank_has_a_contextual_vector_but_one_word_embedding(encoder, tokenizer, embedder):
+    """The README example: same word, different sentences → different vectors; the input embedding is the same."""
+    money, river = embedder.embed_tokens(["I opened a bank account", "we sat on the river bank"])
+    contextual = cosine_similarity(money.word_vector("bank"), river.word_vector("bank"))
+    word_embeddings = encoder.embeddings.word_embeddings.embeddings.numpy()
+    static = word_embeddings[tokenizer.token_to_id("bank")]
+    assert contextual < 0.999 and cosine_similarity(static, static) == pytest.approx(1.0)
+
+
+def test_cosine_similarity_numbers_and_matrices():
+    assert cosine_similarity([1, 0], [0, 3]) == pytest.approx(0.0)
+    assert cosine_similarity([1, 1], [2, 2]) == pytest.approx(1.0)
+    matrix = cosine_similarity(np.eye(3), np.array([[1.0, 0, 0], [1, 1, 0]]))
+    np.testing.assert_allclose(matrix, [[1, 2 ** -0.5], [0, 2 ** -0.5], [0, 0]])
+    with pytest.raises(ValueError, match="different sizes"):
+        cosine_similarity([1, 2], [1, 2, 3])
+
+
+def test_bad_settings_are_named(encoder, tokenizer, embedder):
+    with pytest.raises(ValueError, match=r"layer\(s\) \[2\] do not exist: the model has 2 layers"):
+        TextEmbedder(encoder, tokenizer, EmbeddingConfig(layers=2))
+    with pytest.raises(ValueError, match=r"layer\(s\) \[-4, -3\] do not exist"):
+        embedder.embed(["a"], EmbeddingConfig(layers=(-4, -3, -2, -1)))
+    with pytest.raises(ValueError, match="pooling='pooled'"):
+        EmbeddingConfig(pooling="pooled", layers=(-4, -3, -2, -1))
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        EmbeddingConfig(pooling="median")
+    with pytest.raises(ValueError, match="max_length"):
+        TextEmbedder(encoder, tokenizer, max_length=MAX_LENGTH + 1)
+
+
+def test_long_texts_are_truncated_with_one_warning(encoder, tokenizer, caplog):
+    long_text = " ".join(["the river"] * 20)
+    embedder = TextEmbedder(encoder, tokenizer, EmbeddingConfig(batch_size=2), max_length=8)
+    with caplog.at_level(logging.WARNING, logger="bert_tf"):
+        vectors = embedder.embed(["i opened", long_text, "we sat", long_text])
+    assert vectors.shape == (4, CONFIG.hidden_size)
+    assert "2 text(s) longer than 8 tokens were truncated (texts 2, 4" in caplog.text
+
+
+def test_embed_file_npy_jsonl_and_tokens(tmp_path, embedder, caplog):
+    """Lines stream through tf.data (TextLineDataset, parallel map): the same vectors as a list."""
+    source = tmp_path / "in.txt"
+    source.write_text("i opened a bank account\n\nwe sat on the river bank\n", encoding="utf-8")
+    config = EmbeddingConfig(pooling="cls", batch_size=2)
+    with caplog.at_level(logging.WARNING, logger="bert_tf"):
+        assert embed_file(embedder, source, tmp_path / "out.npy", progress=False, config=config) == 3
+    assert "1 blank line(s) (2)" in caplog.text
+    texts = ["i opened a bank account", "", "we sat on the river bank"]
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), embedder.embed(texts, config), atol=1e-6)
+
+    embed_file(embedder, source, tmp_path / "out.jsonl", progress=False)
+    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [r["text"] for r in records] == texts and len(records[0]["vector"]) == CONFIG.hidden_size
+
+    embed_file(embedder, source, tmp_path / "tokens.jsonl", tokens=True, progress=False)
+    records = [json.loads(line) for line in (tmp_path / "tokens.jsonl").read_text().splitlines()]
+    assert [t["word"] for t in records[2]["tokens"]] == [None, "we", "sat", "on", "the", "river", "bank", None]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.jsonl", "out.npy", "tokens.jsonl"]
+
+
+def test_embed_file_bad_input_is_clear_and_writes_nothing(tmp_path, embedder):
+    (tmp_path / "empty.txt").write_text("")
+    (tmp_path / "blank.txt").write_text("\n  \n")
+    with pytest.raises(ValueError, match="empty.txt has no text to embed \\(empty file\\)"):
+        embed_file(embedder, tmp_path / "empty.txt", tmp_path / "out.npy")
+    with pytest.raises(ValueError, match="only blank lines"):
+        embed_file(embedder, tmp_path / "blank.txt", tmp_path / "out.npy")
+    with pytest.raises(FileNotFoundError, match="Input file not found"):
+        embed_file(embedder, tmp_path / "missing.txt", tmp_path / "out.npy")
+    with pytest.raises(ValueError, match="must end in .npy or .jsonl"):
+        embed_file(embedder, tmp_path / "blank.txt", tmp_path / "out.csv")
+    with pytest.raises(ValueError, match="write them to a .jsonl"):
+        embed_file(embedder, tmp_path / "blank.txt", tmp_path / "out.npy", tokens=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["blank.txt", "empty.txt"]

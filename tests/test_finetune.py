@@ -1,0 +1,116 @@
+"""`pipelines.finetune`: training with best-epoch selection and early stopping, the saved directory, bad input."""
+
+import json
+
+import numpy as np
+import pytest
+
+import bert_tf
+from bert_tf.finetuning import FinetuneConfig
+from bert_tf.metrics import SparseCategoricalFocalLoss
+from pipelines.finetune import evaluate, finetune, load_encoder
+from tiny_finetune_files import VOCAB, write_bert_config, write_sentiment_tsv, write_vocab
+
+
+@pytest.fixture
+def files(tmp_path):
+    return {
+        "vocab": str(write_vocab(tmp_path)),
+        "config": str(write_bert_config(tmp_path)),
+        "train": str(write_sentiment_tsv(tmp_path / "train.tsv", 96, seed=0)),
+        "dev": str(write_sentiment_tsv(tmp_path / "dev.tsv", 32, seed=1)),
+    }
+
+
+def config(files, tmp_path, **changes):
+    settings = dict(task="classify", train_file=files["train"], dev_file=files["dev"], init=files["config"],
+                    vocab_file=files["vocab"], output_dir=str(tmp_path / "model"), seq_length=16, batch_size=16,
+                    learning_rate=3e-3, epochs=8, dropout=0.0)
+    return FinetuneConfig(**{**settings, **changes})
+
+
+def test_classification_learns_keeps_the_best_epoch_and_saves_everything(files, tmp_path):
+    result = finetune(config(files, tmp_path, class_weights=True), progress=False)
+    dev_accuracy = result.history["val_accuracy"]
+    assert len(dev_accuracy) == 8 and result.best_epoch == int(np.argmax(dev_accuracy)) + 1
+    assert result.metrics["accuracy"] == max(dev_accuracy) >= 0.9
+    assert set(result.metrics) >= {"accuracy", "macro_f1", "mcc", "f1", "per_class"}
+    assert result.train_steps == 8 * 6  # 96 examples, all shorter than 16 tokens: one bucket, batches of 16
+
+    directory = bert_tf.load_model_directory(tmp_path / "model")
+    assert isinstance(directory.model, bert_tf.BertClassifier) and directory.model.label_names == ["0", "1"]
+    assert directory.vocab_file.read_text().split("\n")[:len(VOCAB)] == VOCAB and directory.lower_case is True
+    metadata = directory.metadata
+    assert (metadata["task"], metadata["seq_length"], metadata["text_pair"]) == ("classify", 16, False)
+    assert metadata["settings"]["columns"] == ["sentence", None, "label"]
+    assert metadata["dev_scores"]["accuracy"] == result.metrics["accuracy"]
+    assert metadata["training"]["best_epoch"] == result.best_epoch
+    _, scores = evaluate(tmp_path / "model", files["dev"], progress=False)
+    assert scores["accuracy"] == pytest.approx(result.metrics["accuracy"])
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".model")] == []  # checkpoints removed
+
+
+def test_focal_loss_takes_the_class_weights_and_early_stopping_stops(files, tmp_path):
+    settings = config(files, tmp_path, focal_loss=True, class_weights=True, learning_rate=1e-9, epochs=5,
+                      early_stopping_patience=1)
+    result = finetune(settings, progress=False)
+    assert result.epochs_run == 2  # the dev score cannot improve at a learning rate of 1e-9
+    model = bert_tf.load_model_directory(tmp_path / "model").model
+    assert isinstance(model.loss, SparseCategoricalFocalLoss) and model.loss.alpha == [1.0, 1.0]
+
+
+def test_an_unknown_dev_label_fails_before_training_and_writes_nothing(files, tmp_path):
+    dev = tmp_path / "bad_dev.tsv"
+    dev.write_text("sentence\tlabel\ngood film\t1\nbad film\tmaybe\n")
+    with pytest.raises(ValueError, match=r"bad_dev.tsv, line 3: unknown label 'maybe'"):
+        finetune(config(files, tmp_path, dev_file=str(dev)), progress=False)
+    assert not (tmp_path / "model").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".model")]
+
+
+def test_a_non_empty_output_directory_needs_overwrite(files, tmp_path):
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "keep.txt").write_text("mine")
+    with pytest.raises(ValueError, match="exists and is not empty"):
+        finetune(config(files, tmp_path), progress=False)
+    assert (tmp_path / "model" / "keep.txt").read_text() == "mine"
+
+
+def test_load_encoder_from_a_checkpoint_a_config_or_a_preset(files, tmp_path):
+    encoder, vocab, lower_case = load_encoder(config(files, tmp_path))
+    assert encoder.config.hidden_size == 32 and str(vocab) == files["vocab"] and lower_case is None
+    bert_tf.save_pretrained(encoder, tmp_path / "checkpoint", vocab_file=vocab, lower_case=True)
+    loaded, vocab, lower_case = load_encoder(config(files, tmp_path, init=str(tmp_path / "checkpoint"), vocab_file=None))
+    assert vocab == tmp_path / "checkpoint" / "vocab.txt" and lower_case is True
+    np.testing.assert_array_equal(loaded.pooler.kernel.numpy(), encoder.pooler.kernel.numpy())
+    preset, _, _ = load_encoder(config(files, tmp_path, init="bert_L2_H128"))
+    assert preset.config.vocab_size == len(VOCAB) and preset.config.hidden_size == 128
+    with pytest.raises(ValueError, match="needs a vocabulary"):
+        load_encoder(config(files, tmp_path, init="bert_L2_H128", vocab_file=None))
+    with pytest.raises(ValueError, match="exceeds the model's 64 positions"):
+        load_encoder(config(files, tmp_path, seq_length=128))
+    with pytest.raises(FileNotFoundError, match="neither a checkpoint"):
+        load_encoder(config(files, tmp_path, init=str(tmp_path / "missing")))
+
+
+def test_multi_label_from_jsonl(files, tmp_path):
+    rows = [{"text": text, "topics": (["pos"] if label == "1" else ["neg"]) + (["plot"] if "plot" in text else [])}
+            for text, label in (line.rsplit("\t", 1) for line in open(files["train"]).read().splitlines()[1:])]
+    path = tmp_path / "train.jsonl"
+    path.write_text("\n".join(json.dumps(row) for row in rows))
+    result = finetune(config(files, tmp_path, train_file=str(path), dev_file=str(path), multi_label=True, epochs=1,
+                             label_column="topics"), progress=False)
+    assert set(result.metrics["per_class"]) == {"neg", "plot", "pos"}
+    assert {"accuracy", "macro_f1", "micro_f1"} <= set(result.metrics)
+    model = bert_tf.load_model_directory(tmp_path / "model").model
+    assert model.mode == "multi_label" and model.label_names == ["neg", "plot", "pos"]
+
+
+def test_config_checks_settings():
+    with pytest.raises(ValueError, match="unknown task"):
+        FinetuneConfig(task="tag", train_file="t", output_dir="o", init="tiny")
+    with pytest.raises(ValueError, match=r"\['class_weights'\] apply to task 'classify' only"):
+        FinetuneConfig(task="ner", train_file="t", output_dir="o", init="tiny", class_weights=True)
+    with pytest.raises(ValueError, match="early stopping needs a dev_file"):
+        FinetuneConfig(task="ner", train_file="t", output_dir="o", init="tiny", early_stopping_patience=2)
+    assert FinetuneConfig(task="squad", train_file="t", output_dir="o", init="tiny").sequence_length() == 384

@@ -1,0 +1,169 @@
+"""`serving.tflite_export` and `serving.tflite_runner`: the ids and raw-text TFLite models give the
+SavedModel's token ids and outputs, quantization shrinks the file, and (with the team data) the
+raw-text model tokenizes every SST-2 dev sentence as the SavedModel does."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import bert_tf
+from bert_tf.cli import main
+from serving.export import export_saved_model
+from serving.tflite_export import convert, export_tflite
+from serving.signatures import serving_spec
+from serving.tflite_runner import TfliteModel, main as runner_main
+from tiny_exports import PAIRS, TEXTS, VOCAB, tiny_encoder, write_vocab
+
+SEQ_LENGTH = 24
+LABELS = ["neg", "pos"]
+
+
+@pytest.fixture(scope="module")
+def vocab_file(tmp_path_factory):
+    return write_vocab(tmp_path_factory.mktemp("vocab"))
+
+
+@pytest.fixture(scope="module")
+def classifier_dir(vocab_file, tmp_path_factory):
+    model = bert_tf.BertClassifier(tiny_encoder(seed=11), num_classes=2, label_names=LABELS)
+    return bert_tf.save_pretrained(model, tmp_path_factory.mktemp("classifier") / "model", vocab_file=vocab_file,
+                                   task="classify", seq_length=SEQ_LENGTH)
+
+
+@pytest.fixture(scope="module")
+def saved_model(classifier_dir, tmp_path_factory):
+    return tf.saved_model.load(str(export_saved_model(classifier_dir, tmp_path_factory.mktemp("models"), "clf")))
+
+
+@pytest.fixture(scope="module")
+def text_tflite(classifier_dir, tmp_path_factory):
+    path = tmp_path_factory.mktemp("tflite") / "clf_text.tflite"
+    assert main(["export", "--model", str(classifier_dir), "--format", "tflite", "--tflite-input", "text",
+                 "--out", str(path)]) == 0
+    return TfliteModel(path)
+
+
+def test_ids_model_matches_the_saved_model(classifier_dir, saved_model, tmp_path):
+    model = TfliteModel(export_tflite(classifier_dir, tmp_path / "ids.tflite"))
+    assert model.signatures["serving_default"]["inputs"] == ["input_mask", "input_type_ids", "input_word_ids"]
+    assert model.info == {"task": "classify", "seq_length": SEQ_LENGTH, "lower_case": True,
+                          "vocab_size": len(VOCAB), "label_names": LABELS, "classifier_mode": "single_label"}
+    ids = {name: value.numpy() for name, value in saved_model.signatures["preprocess"](text=tf.constant(TEXTS)).items()}
+    expected = saved_model.signatures["serve_ids"](**{name: tf.constant(value) for name, value in ids.items()})
+    outputs = model.run(ids)
+    np.testing.assert_allclose(outputs["probabilities"], expected["probabilities"].numpy(), atol=1e-4, rtol=0)
+    assert outputs["label_names"].tolist() == expected["label_names"].numpy().tolist()
+    with pytest.raises(ValueError, match="takes token ids, not text"):
+        model.classify(TEXTS)
+    with pytest.raises(ValueError, match="takes inputs"):
+        model.run({"input_word_ids": ids["input_word_ids"]})
+
+
+def test_text_model_matches_the_saved_model(text_tflite, saved_model, capsys):
+    assert set(text_tflite.signatures) == {"serving_default", "preprocess", "serve_ids", "model_info"}
+    ids = text_tflite.run({"text": TEXTS}, "preprocess")
+    for name, value in saved_model.signatures["preprocess"](text=tf.constant(TEXTS)).items():
+        np.testing.assert_array_equal(ids[name], value.numpy(), err_msg=name)
+    expected = saved_model.signatures["serving_default"](text=tf.constant(TEXTS))["probabilities"].numpy()
+    np.testing.assert_allclose(text_tflite.predict_texts(TEXTS)["probabilities"], expected, atol=1e-4, rtol=0)
+    labels, probabilities = zip(*text_tflite.classify(TEXTS))
+    assert list(labels) == [LABELS[index] for index in expected.argmax(axis=1)]
+    np.testing.assert_allclose(probabilities, expected.max(axis=1), atol=1e-4, rtol=0)
+
+    assert runner_main([str(text_tflite.path), TEXTS[0]]) == 0
+    label, probability, text = capsys.readouterr().out.strip().split("\t")
+    assert (label, text) == (LABELS[expected[0].argmax()], TEXTS[0]) and abs(float(probability) - expected[0].max()) < 1e-3
+
+
+def test_pair_text_model_packs_pairs_round_robin(vocab_file, tmp_path):
+    model = bert_tf.BertClassifier(tiny_encoder(seed=12), num_classes=2)
+    model_dir = bert_tf.save_pretrained(model, tmp_path / "pair", vocab_file=vocab_file, task="classify",
+                                        seq_length=SEQ_LENGTH, text_pair=True)
+    tflite = TfliteModel(export_tflite(model_dir, tmp_path / "pair.tflite", inputs="text"))
+    assert tflite.input_names() == ["text", "text_b"]
+    preprocessor = bert_tf.BertPreprocessor(bert_tf.BertTokenizer(vocab_file), seq_length=SEQ_LENGTH)
+    expected_ids = preprocessor((tf.constant(TEXTS), tf.constant(PAIRS)))  # the SavedModel's packing
+    ids = tflite.run({"text": TEXTS, "text_b": PAIRS}, "preprocess")
+    for name, value in expected_ids.items():
+        np.testing.assert_array_equal(ids[name], value.numpy(), err_msg=name)
+    np.testing.assert_allclose(tflite.predict_texts(TEXTS, PAIRS)["probabilities"],
+                               tf.nn.softmax(model(expected_ids)).numpy(), atol=1e-4, rtol=0)
+
+
+def test_quantization_shrinks_the_model(vocab_file, tmp_path):
+    # Big enough that almost every weight is a tensor of more than 1024 elements (smaller ones stay float32).
+    tokens = VOCAB + [f"word{index}" for index in range(5000)]
+    encoder = tiny_encoder(vocab_size=len(tokens), hidden_size=64, intermediate_size=256, seed=13)
+    model = bert_tf.BertClassifier(encoder, num_classes=2)
+    model_dir = bert_tf.save_pretrained(model, tmp_path / "model", vocab_file=write_vocab(tmp_path, tokens),
+                                        task="classify", seq_length=SEQ_LENGTH)
+    spec = serving_spec(bert_tf.load_model_directory(model_dir))
+    sizes, outputs = {}, {}
+    ids = {"input_word_ids": np.random.default_rng(0).integers(5, len(tokens), (4, SEQ_LENGTH)),
+           "input_mask": np.ones((4, SEQ_LENGTH)), "input_type_ids": np.zeros((4, SEQ_LENGTH))}
+    for quantization in ("none", "dynamic_range", "float16"):
+        path = tmp_path / f"{quantization}.tflite"
+        path.write_bytes(convert(spec, "ids", quantization))
+        sizes[quantization] = path.stat().st_size
+        outputs[quantization] = TfliteModel(path).run(ids)["probabilities"]
+    assert sizes["dynamic_range"] <= 0.30 * sizes["none"], sizes
+    assert sizes["float16"] <= 0.55 * sizes["none"], sizes
+    np.testing.assert_allclose(outputs["float16"], outputs["none"], atol=1e-2)
+    np.testing.assert_allclose(outputs["dynamic_range"], outputs["none"], atol=5e-2)
+
+
+def test_bad_arguments_are_clear_errors(classifier_dir, tmp_path):
+    with pytest.raises(ValueError, match="must end in .tflite"):
+        export_tflite(classifier_dir, tmp_path / "model.bin")
+    spec = serving_spec(bert_tf.load_model_directory(classifier_dir))
+    with pytest.raises(ValueError, match="quantization must be one of"):
+        convert(spec, "ids", "int4")
+    with pytest.raises(ValueError, match="inputs must be one of"):
+        convert(spec, "strings")
+    with pytest.raises(FileNotFoundError):
+        TfliteModel(tmp_path / "absent.tflite")
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_sst2_dev_tokens_and_predictions_equal_the_saved_model(shared_data, tmp_path):
+    """The raw-text TFLite tokenizer (FastBertNormalizer + FastWordpiece) against the SavedModel's exact one."""
+    vocab = shared_data / "vocab" / "bert-base-uncased-vocab.txt"
+    sentences = [line.split("\t")[0] for line in (shared_data / "sst2" / "dev.tsv").read_text().splitlines()[1:]]
+    model = bert_tf.BertClassifier(tiny_encoder(vocab_size=30522, seed=14), num_classes=2)
+    model_dir = bert_tf.save_pretrained(model, tmp_path / "sst2", vocab_file=vocab, task="classify", seq_length=64)
+    signatures = tf.saved_model.load(str(export_saved_model(model_dir, tmp_path / "models", "sst2"))).signatures
+    tflite = TfliteModel(export_tflite(model_dir, tmp_path / "sst2.tflite", inputs="text"))
+    assert len(sentences) == 872
+    expected_ids = signatures["preprocess"](text=tf.constant(sentences))
+    ids = tflite.run({"text": sentences}, "preprocess")
+    mismatched = [sentences[row] for row in np.flatnonzero(
+        (ids["input_word_ids"] != expected_ids["input_word_ids"].numpy()).any(axis=1))]
+    assert mismatched == []
+    expected = signatures["serving_default"](text=tf.constant(sentences))["probabilities"].numpy()
+    probabilities = tflite.predict_texts(sentences)["probabilities"]
+    np.testing.assert_allclose(probabilities, expected, atol=1e-4, rtol=0)
+    assert (probabilities.argmax(axis=1) == expected.argmax(axis=1)).all()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", ["ner", "squad", "encoder"])
+def test_other_tasks_convert_and_match_the_saved_model(task, vocab_file, tmp_path):
+    model = {"ner": lambda: bert_tf.BertTokenClassifier(tiny_encoder(seed=15), num_labels=3, label_names=["O", "B", "I"]),
+             "squad": lambda: bert_tf.BertSpanLabeler(tiny_encoder(seed=16)),
+             "encoder": lambda: tiny_encoder(seed=17)}[task]()
+    model_dir = bert_tf.save_pretrained(model, tmp_path / task, vocab_file=vocab_file, task=task, seq_length=SEQ_LENGTH)
+    signatures = tf.saved_model.load(str(export_saved_model(model_dir, tmp_path / "models", task))).signatures
+    tflite = TfliteModel(export_tflite(model_dir, tmp_path / f"{task}.tflite", inputs="text"))
+    texts = {"text": TEXTS} if task != "squad" else {"question": TEXTS, "context": PAIRS}
+    ids = tflite.run(texts, "preprocess")
+    for name, value in signatures["preprocess"](**{k: tf.constant(v) for k, v in texts.items()}).items():
+        np.testing.assert_array_equal(ids[name], value.numpy(), err_msg=name)
+    expected = signatures["serve_ids"](**{name: tf.constant(value) for name, value in ids.items()})
+    outputs = tflite.run(texts)
+    assert set(outputs) == set(expected) - {"words", "word_tags", "answer_text", "answer_char_start", "answer_char_end"}
+    for name, value in outputs.items():
+        if value.dtype.kind in "fc":
+            np.testing.assert_allclose(value, expected[name].numpy(), atol=1e-4, rtol=0, err_msg=name)
+        else:
+            np.testing.assert_array_equal(value, expected[name].numpy(), err_msg=name)
