@@ -75,7 +75,8 @@ def run(settings: Settings) -> BenchmarkResult:
         serve_text, serve_ids = saved_model.signatures["serving_default"], saved_model.signatures["serve_ids"]
         calls = {
             "Keras model in process (inference_function)": lambda: keras_fn(tensors).numpy(),
-            "SavedModel serving_default (raw text in)": lambda: serve_text(text=tf.constant([SENTENCE])),
+            "SavedModel serving_default (raw text in, padded to its own length)":
+                lambda: serve_text(text=tf.constant([SENTENCE])),
             "SavedModel serve_ids (ids in)": lambda: serve_ids(**tensors),
             "TFLite float32 (ids in)": lambda: tflite["none"].run(features),
             "TFLite int8 weights, dynamic range (ids in)": lambda: tflite["dynamic_range"].run(features),
@@ -92,7 +93,8 @@ def run(settings: Settings) -> BenchmarkResult:
         rows.append([name, f"{timing.median_seconds * 1e3:.1f} ({q1:.1f}–{q3:.1f})", f"{differences[name]:.1e}"])
     markdown = "\n\n".join([
         title,
-        f"Latency of one request (one sentence; ids padded to {SEQ_LENGTH}), ms: median (25th–75th percentile) of "
+        f"Latency of one request (one sentence of {len(tokens) + 2} tokens; the id inputs padded to {SEQ_LENGTH}, the "
+        "raw-text signature pads a classifier's batch only to its longest text), ms: median (25th–75th percentile) of "
         f"{min(t.rounds for t in timings.values())}+ interleaved calls after warm-up. TFLite with {threads} threads; "
         f"file sizes: float32 {sizes['none'] / 2**20:.0f} MiB, int8 {sizes['dynamic_range'] / 2**20:.0f} MiB. "
         "Last column: largest logit difference from the Keras model.",

@@ -106,7 +106,7 @@ def markdown(results: dict, args, info: dict) -> str:
                          f"best epoch {training['best_epoch']}", f"{result['wall_seconds'] / 60:.1f}",
                          "/".join(f"{x:.1f}" for x in result["load_average_after"])])
     commands = "\n".join(f"- {key}: `{result['command']}`" for key, result in sorted(results.items()))
-    return f"""## Fine-tuning from random weights vs. from `bert-tf pretrain` ({datetime.date.today()})
+    return f"""## Fine-tuning from random weights vs. from `bert-tf pretrain`, vocabulary {Path(args.vocab).name} ({datetime.date.today()})
 
 - Command: `python -m benchmarks.finetune_results {shlex.join(sys.argv[1:])}`
 - Machine: {machine_line(info)}
@@ -145,6 +145,7 @@ def main(argv=None) -> None:
     parser.add_argument("--squad-doc-stride", type=int, default=64)
     parser.add_argument("--pretraining-note", default="", help="how --pretrained was made (commands, time)")
     parser.add_argument("--rerun", action="store_true", help="run again the runs already in WORK/results.json")
+    parser.add_argument("--name", default="finetune_results", help="RESULTS.md section and results/NAME.json")
     args = parser.parse_args(argv)
 
     work = Path(args.work)
@@ -162,7 +163,7 @@ def main(argv=None) -> None:
             results_file.write_text(json.dumps(results, indent=2) + "\n")
             print(f"{key}: {results[key]['scores']} in {results[key]['wall_seconds']:.0f} s", flush=True)
     info = machine_info()
-    write_result(BenchmarkResult("finetune_results", markdown(results, args, info),
+    write_result(BenchmarkResult(args.name, markdown(results, args, info),
                                  {"machine": info, "arguments": vars(args), "results": results}))
 
 

@@ -15,8 +15,8 @@ Benchmarks (each a module of this package with `run(settings) -> BenchmarkResult
 Every benchmark times its contenders interleaved (A B A B ...) after warm-up and reports medians
 with their spread. Results go to benchmarks/RESULTS.md (one delimited section per benchmark,
 replaced on each run; other sections of the file are kept) and benchmarks/results/NAME.json
-(with the machine, the versions and this exact command). `--quick` writes nothing unless
-`--output-dir` is given.
+(with the machine, the versions and this exact command), and a "Targets" section sums up the
+latest results against the issue's targets. `--quick` writes nothing unless `--output-dir` is given.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import os
 import shlex
 import sys
 import time
+import traceback
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -41,6 +42,16 @@ BENCHMARKS = {
     "memory": "memory",
     "exported": "exported",
 }
+
+
+def free_models() -> None:
+    """Drops what a finished benchmark left behind (Keras' global state, PyTorch models), so memory stays bounded."""
+    import gc
+
+    import keras
+
+    keras.backend.clear_session()
+    gc.collect()
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -66,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.machine import machine_info, machine_line
     from benchmarks.report import BENCHMARKS_DIR, write_result
     from benchmarks.settings import Settings
+    from benchmarks.summary import summarize
 
     settings = Settings(quick=args.quick, command=command)
     if args.data_dir:
@@ -76,12 +88,19 @@ def main(argv: list[str] | None = None) -> int:
     write = not args.no_write and (args.output_dir is not None or not args.quick)
 
     names = args.only or list(BENCHMARKS)
+    failed = []
     for name in names:
         module = importlib.import_module(f"benchmarks.{BENCHMARKS[name]}")
         machine_before = machine_info()
         started = time.perf_counter()
         print(f"== {name} ==", flush=True)
-        result = module.run(settings)
+        try:
+            result = module.run(settings)
+        except Exception:  # one broken benchmark must not cost the others' results
+            traceback.print_exc()
+            failed.append(name)
+            free_models()
+            continue
         elapsed = time.perf_counter() - started
         machine_after = machine_info()
         load = "/".join(f"{x:.1f}" for x in machine_after["load_average"])
@@ -98,7 +117,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"({name} skipped: {result.data['skipped']})", flush=True)
         if write:
             write_result(result, out_dir / "RESULTS.md", out_dir / "results")
-    return 0
+        free_models()
+    if write:
+        summary = summarize(out_dir / "results")
+        print(summary.markdown, flush=True)
+        write_result(summary, out_dir / "RESULTS.md", out_dir / "results")
+    if failed:
+        print(f"Failed: {', '.join(failed)} (see the tracebacks above).", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

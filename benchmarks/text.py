@@ -12,8 +12,9 @@ Same random BERT-base weights (encoder and classification head) in every package
   `padding="longest"` per batch of 32, and `BertForSequenceClassification` on PyTorch (eager,
   `inference_mode`).
 Also bert_tf under `mixed_bfloat16` (not float32, so outside the comparison; its predicted
-classes are compared with float32's). Sentences/s, after a check that all float32 contenders
-give the same logits (within 1e-3) on every sentence.
+classes are compared with float32's). Sentences/s, after a check that the float32 contenders
+give the same logits (within 1e-3) as transformers (KerasHub: on all but the few sentences where
+its tokenizer differs).
 Skipped when the team data (sst2/dev.tsv) is absent.
 
     python -m benchmarks.run --only text
@@ -121,13 +122,18 @@ def run(settings: Settings) -> BenchmarkResult:
         TORCH: torch_predict,
         OURS_BF16: lambda: ours_bf16_sorted(sentences),
     }
-    reference = predictions[KERAS_HUB]()
     outputs = {name: np.asarray(predict()) for name, predict in predictions.items()}
-    differences = {name: float(np.abs(logits - reference).max()) for name, logits in outputs.items()}
-    for name, difference in differences.items():
-        if name != OURS_BF16 and difference > TOLERANCE:
-            raise RuntimeError(f"text: {name} gives logits {difference:.1e} away from {KERAS_HUB}'s (> {TOLERANCE}).")
-    same_class = float(np.mean(outputs[OURS_BF16].argmax(1) == reference.argmax(1)))
+    # transformers' tokenizer is the reference BERT tokenization; KerasHub's BertTokenizer(lowercase=True)
+    # keeps accents ("amélie" → [UNK] where BERT has "amelie"), so a few of its inputs differ.
+    reference = outputs[TORCH]
+    differences = {name: np.abs(logits - reference).max(axis=1) for name, logits in outputs.items()}
+    disagreeing = {name: int((difference > TOLERANCE).sum()) for name, difference in differences.items()}
+    for name in (OURS, OURS_UNSORTED, KERAS_HUB, KERAS_HUB_FUNCTION):
+        allowed = len(sentences) // 50 if name.startswith("KerasHub") else 0
+        if disagreeing[name] > allowed:
+            raise RuntimeError(f"text: {name} gives logits more than {TOLERANCE} away from transformers' on "
+                               f"{disagreeing[name]} of {len(sentences)} sentences (allowed: {allowed}).")
+    same_class = float(np.mean(outputs[OURS_BF16].argmax(1) == outputs[OURS].argmax(1)))
 
     token_counts = np.array([len(ids) for ids in tokenizer(sentences, truncation=True, max_length=SEQ_LENGTH)["input_ids"]])
     padded = {
@@ -139,17 +145,21 @@ def run(settings: Settings) -> BenchmarkResult:
         OURS_BF16: _padded_positions(np.sort(token_counts)),
     }
     contenders = [Contender(name, predict, items=len(sentences)) for name, predict in predictions.items()]
-    timings = interleaved(contenders, settings.rounds, max_seconds=settings.max_seconds * 2, description="text")
+    # The agreement check above ran every contender once: that was the warm-up.
+    timings = interleaved(contenders, settings.rounds, warmup=0, max_seconds=settings.max_seconds, description="text")
     rows = [[name, rate_cell(timing), f"{padded[name]:,}", f"{ratio(timings, OURS, name):.2f}"]
             for name, timing in timings.items()]
     markdown = "\n\n".join([
         f"## Raw text to predictions, SST-2 dev{' (quick: tiny model)' if settings.quick else ''}",
         f"First {len(sentences)} dev sentences ({token_counts.mean():.1f} tokens on average, at most "
         f"{token_counts.max()}), batch {BATCH_SIZE}, tokenization included, same random BERT-base weights and "
-        f"classification head everywhere (float32 logits agree within "
-        f"{max(d for n, d in differences.items() if n != OURS_BF16):.1e}; mixed_bfloat16 predicts the same class for "
-        f"{same_class:.1%} of the sentences). Sentences/s: median "
-        f"(25th–75th percentile) of {min(t.rounds for t in timings.values())}+ interleaved rounds after warm-up. "
+        f"classification head everywhere. bert_tf's float32 logits agree with transformers' within "
+        f"{max(differences[OURS].max(), differences[OURS_UNSORTED].max()):.1e} on every sentence; KerasHub's differ "
+        f"by more than {TOLERANCE} on {disagreeing[KERAS_HUB]} sentence(s), where its tokenizer keeps accents "
+        f"(BERT uncased strips them); mixed_bfloat16 predicts the same class as float32 for {same_class:.1%} of "
+        "the sentences. Sentences/s: median "
+        f"(25th–75th percentile) of {min(t.rounds for t in timings.values())}+ interleaved rounds after a warm-up "
+        "call (the agreement check). "
         "\"Positions\" counts the token positions the encoder computes, padding included.",
         markdown_table(["contender", "sentences/s", "positions", "bert_tf (sorted) ÷ this"], rows),
     ])
@@ -157,7 +167,8 @@ def run(settings: Settings) -> BenchmarkResult:
         "sentences": len(sentences),
         "mean_tokens": float(token_counts.mean()),
         "padded_positions": padded,
-        "max_logit_difference": differences,
+        "max_logit_difference_from_transformers": {name: float(d.max()) for name, d in differences.items()},
+        "sentences_disagreeing_with_transformers": disagreeing,
         "bfloat16_same_class": same_class,
         "results": {name: timing.summary() for name, timing in timings.items()},
     }

@@ -34,6 +34,7 @@ from bert_tf.checkpoints import (  # noqa: E402
 )
 from bert_tf.classifier import BertClassifier  # noqa: E402
 from bert_tf.config import BertConfig  # noqa: E402
+from bert_tf.inference import TextPredictor, inference_function  # noqa: E402
 from bert_tf.model import BertModel  # noqa: E402
 from bert_tf.optimization import OptimizerConfig, WarmupLinearDecay, create_optimizer  # noqa: E402
 from bert_tf.preprocessor import BertPreprocessor  # noqa: E402
@@ -57,6 +58,7 @@ __all__ = [
     "BertTokenClassifier",
     "BertTokenizer",
     "OptimizerConfig",
+    "TextPredictor",
     "Vocabulary",
     "WarmupLinearDecay",
     "__version__",
@@ -65,6 +67,7 @@ __all__ = [
     "create_optimizer",
     "first_piece_positions",
     "from_pretrained",
+    "inference_function",
     "learn_vocabulary",
     "load_model_directory",
     "metrics",

@@ -1,0 +1,134 @@
+"""The suite's targets against the latest results (benchmarks/results/*.json): one table, met or not.
+
+Targets (issue 8): float32 encoder inference within 10% of the machine's matmul peak and no
+slower than the fastest contender; raw text at least 6x KerasHub (sequence_length=128) and
+1.3x transformers (padding to the longest); pre-training and fine-tuning at least 1.2x
+KerasHub on the same config; an input pipeline that never limits training.
+
+Example:
+    >>> summarize(Path("benchmarks/results")).name   # doctest: +SKIP
+    'summary'
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks.report import BenchmarkResult, markdown_table
+
+NAME = "summary"
+
+
+def _load(json_dir: Path, name: str) -> dict | None:
+    path = json_dir / f"{name}.json"
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return None if data.get("skipped") else data
+
+
+def _median(results: dict, name: str) -> float:
+    return results[name]["median_per_s"]
+
+
+def _row(target: str, measured: float, goal: float | None, unit: str = "×", source: str = "") -> list[str]:
+    """A table row; `goal` None marks a figure shown for context, not a target."""
+    shown = f"{measured:.0%}" if unit == "%" else f"{measured:.2f}×"
+    if goal is None:
+        return [target, shown, "(context)", "", source]
+    wanted = f"≥ {goal:.0%}" if unit == "%" else f"≥ {goal:.2f}×"
+    return [target, shown, wanted, "met" if measured >= goal else "**not met**", source]
+
+
+def _inference_rows(data: dict) -> list[list[str]]:
+    from benchmarks.inference import OURS
+
+    rows, per_sequence = [], data["gflops_per_sequence"]
+    for batch, results in data["results"].items():
+        ours = results[OURS]
+        best_fraction = ours["max_per_s"] * per_sequence / data["peak_gflops_best_call"]
+        cpu_fraction = ours["cpu_median_per_s"] * per_sequence / data["peak_gflops_cpu_time"]
+        rows.append(_row(f"inference batch {batch}: best call's share of the float32 matmul peak's best call",
+                         best_fraction, 0.9, "%", f"on the CPU-time basis: {cpu_fraction:.0%}"))
+        # Other packages only (not bert_tf's own XLA variant; the matmul chain is named "[m,k]x...").
+        others = {n: r for n, r in results.items() if not n.startswith(("bert_tf", "["))}
+        fastest = max(others, key=lambda n: others[n]["median_per_s"])
+        rows.append(_row(f"inference batch {batch}: bert_tf ÷ fastest other package (float32)",
+                         ours["median_per_s"] / others[fastest]["median_per_s"], 1.0, source=fastest))
+    return rows
+
+
+def _text_rows(data: dict) -> list[list[str]]:
+    from benchmarks.text import KERAS_HUB, KERAS_HUB_FUNCTION, OURS, OURS_BF16, TORCH
+
+    results = data["results"]
+    ours = _median(results, OURS)
+    return [
+        _row("raw text (SST-2 dev): bert_tf ÷ KerasHub BertTextClassifier.predict, seq 128", ours / _median(results, KERAS_HUB),
+             6.0, source=KERAS_HUB),
+        _row("raw text (SST-2 dev): bert_tf ÷ KerasHub's faster path (preprocessor + model in a tf.function)",
+             ours / _median(results, KERAS_HUB_FUNCTION), 6.0, source=KERAS_HUB_FUNCTION),
+        _row("raw text (SST-2 dev): bert_tf mixed_bfloat16 ÷ KerasHub's faster path",
+             _median(results, OURS_BF16) / _median(results, KERAS_HUB_FUNCTION), None, source="not float32"),
+        _row("raw text (SST-2 dev): bert_tf ÷ transformers, padding to longest", ours / _median(results, TORCH), 1.3,
+             source=TORCH),
+    ]
+
+
+def _training_rows(data: dict) -> list[list[str]]:
+    from benchmarks.training import (KERAS_HUB_CLASSIFIER, KERAS_HUB_MLM, OURS_BUCKETED, OURS_FIXED, OURS_PRETRAINER,
+                                     OURS_PRETRAINER_BF16)
+
+    rows = []
+    for preset, results in data["results"].items():
+        finetuning, pretraining = results["finetuning"], results["pretraining"]
+        hub = _median(finetuning, KERAS_HUB_CLASSIFIER)
+        rows.append(_row(f"fine-tuning {preset}: bert_tf (length-bucketed, as `bert-tf finetune`) ÷ KerasHub (steps/s)",
+                         _median(finetuning, OURS_BUCKETED) / hub, 1.2))
+        rows.append(_row(f"fine-tuning {preset}: bert_tf padded to 128 (the same work) ÷ KerasHub",
+                         _median(finetuning, OURS_FIXED) / hub, None))
+        rows.append(_row(f"pre-training {preset}: bert_tf ÷ KerasHub (tokens/s)",
+                         _median(pretraining, OURS_PRETRAINER) / _median(pretraining, KERAS_HUB_MLM), 1.2))
+        if OURS_PRETRAINER_BF16 in pretraining:
+            rows.append(_row(f"pre-training {preset}: bert_tf mixed_bfloat16 ÷ KerasHub float32",
+                             _median(pretraining, OURS_PRETRAINER_BF16) / _median(pretraining, KERAS_HUB_MLM), None,
+                             source="not float32"))
+    return rows
+
+
+def _pipeline_rows(data: dict) -> list[list[str]]:
+    rows, pipeline = [], data["pretraining_pipeline"]["median_per_s"]
+    for preset, results in data["training_live_and_cached"].items():
+        live = next(n for n in results if n.endswith("live pipeline"))
+        cached = next(n for n in results if n.endswith("cached batches"))
+        rows.append(_row(f"pre-training pipeline ÷ {preset} training step (examples/s)",
+                         pipeline / _median(results, cached), 1.0))
+        rows.append(_row(f"{preset} training fed live ÷ fed from cache (1.0: the pipeline costs nothing)",
+                         _median(results, live) / _median(results, cached), 0.95))
+    return rows
+
+
+def summarize(json_dir: Path) -> BenchmarkResult:
+    """The targets table from whichever results exist in `json_dir`."""
+    sections = {"inference": _inference_rows, "text": _text_rows, "training": _training_rows,
+                "pipelines": _pipeline_rows}
+    rows, sources = [], {}
+    for name, make_rows in sections.items():
+        data = _load(json_dir, name)
+        if data is None:
+            rows.append([f"{name}: no results", "", "", "", ""])
+            continue
+        try:
+            rows += make_rows(data)
+        except KeyError:
+            rows.append([f"{name}: results in an older format; run `python -m benchmarks.run --only {name}`", "", "", "", ""])
+            continue
+        sources[name] = f"{data['date_utc'][:16]} UTC, load {data['machine']['load_average'][0]:.1f}"
+    markdown = "\n\n".join([
+        "## Targets of the benchmark suite",
+        "From the latest `python -m benchmarks.run` results (" +
+        "; ".join(f"{name}: {when}" for name, when in sources.items()) + "). Ratios of medians.",
+        markdown_table(["target", "measured", "goal", "", "against / detail"], rows),
+    ])
+    return BenchmarkResult(NAME, markdown, {"rows": rows})
