@@ -61,6 +61,11 @@ class Timing:
         return statistics.median(self.rates)
 
     @property
+    def sustained(self) -> float:
+        """Items of all timed calls over their total seconds: the rate of a bursty producer over the long run."""
+        return self.items * len(self.seconds) / sum(self.seconds)
+
+    @property
     def best(self) -> float:
         """Best rate of any call: the closest to what the machine does undisturbed."""
         return max(self.rates)
@@ -87,6 +92,7 @@ class Timing:
         return {
             "items_per_call": self.items,
             "median_per_s": self.median,
+            "sustained_per_s": self.sustained,
             "q1_per_s": q1,
             "q3_per_s": q3,
             "min_per_s": min(self.rates),

@@ -40,9 +40,10 @@ MAX_PREDICTIONS = 20
 OURS_TOKENIZER = "bert_tf tf.data + BertPreprocessor"
 RUST_TOKENIZER = "tokenizers BertWordPieceTokenizer.encode_batch (Rust)"
 PIPELINE = "pretraining_dataset (examples/s of a running iterator)"
-# Batches per timed call of the pipeline (more than its shuffle and prefetch buffers hold), and
-# training steps per timed call by preset.
-PIPELINE_BATCHES = 200
+# Batches per timed call of the pipeline: several windows of documents (each book is one document and
+# a window yields its examples in one burst), far more than the shuffle and prefetch buffers hold.
+# Training steps per timed call by preset.
+PIPELINE_BATCHES = 1000
 TRAINING_STEPS = {"mini": 4, "base": 1}
 
 
@@ -76,8 +77,8 @@ def _pretraining_dataset(files, settings: Settings) -> tf.data.Dataset:
 def pipeline_throughput(files, settings: Settings):
     """Examples/s of one long-lived pipeline iterator, timed back to back (nothing else runs meanwhile).
 
-    Each call takes more batches than the pipeline's shuffle and prefetch buffers hold, and
-    calls follow each other at once, so this is what it sustains, not buffers being emptied.
+    The pipeline makes examples in bursts (a window of documents at a time), so the rate that
+    counts is the sustained one: all examples of all calls over their total time.
     """
     batches = 2 if settings.quick else PIPELINE_BATCHES
     running = iter(_pretraining_dataset(files, settings))
@@ -130,10 +131,10 @@ def run(settings: Settings) -> BenchmarkResult:
         keras.backend.clear_session()
 
     ours, rust = tokenizer_timings[OURS_TOKENIZER], tokenizer_timings[RUST_TOKENIZER]
-    rows = [["", PIPELINE, rate_cell(pipeline), ""]]
+    rows = [["", PIPELINE, f"{pipeline.sustained:,.1f} sustained; per call {rate_cell(pipeline)}", ""]]
     for preset, timings in by_preset.items():
         for name, timing in timings.items():
-            rows.append([preset, name, rate_cell(timing), f"{pipeline.median / timing.median:,.0f}"])
+            rows.append([preset, name, rate_cell(timing), f"{pipeline.sustained / timing.median:,.0f}"])
     markdown = "\n\n".join([
         title,
         f"### Tokenize and pack: SST-2 train, {sentences:,} sentences → {tokens:,} tokens, seq {SEQ_LENGTH}",
@@ -143,7 +144,10 @@ def run(settings: Settings) -> BenchmarkResult:
         f"### Pre-training pipeline against the training step (batch {BATCH_SIZE}, seq {SEQ_LENGTH}, "
         f"{MAX_PREDICTIONS} predictions; corpus: {', '.join(Path(f).name for f in files)})",
         markdown_table(["model", "contender", "examples/s", "pipeline ÷ this"], rows),
-        "\"pipeline ÷ this\" over 1 means the pipeline alone makes examples faster than that consumer takes them; "
+        f"The pipeline's rate is sustained: {pipeline.rounds} calls of {PIPELINE_BATCHES if not settings.quick else 2} "
+        "batches, all examples over the total time (per call it swings, since a window of documents yields its "
+        "examples in one burst). \"pipeline ÷ this\" over 1 means the pipeline alone makes examples faster "
+        "than that consumer takes them; "
         "live ≈ cached means the pipeline does not slow training down.",
     ])
     data = {

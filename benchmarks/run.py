@@ -12,7 +12,7 @@ Benchmarks (each a module of this package with `run(settings) -> BenchmarkResult
   memory      peak resident memory of inference and of a training step, one process per contender
   exported    SavedModel and TFLite (float32, int8) latency at batch 1
 
-Every benchmark times its contenders interleaved (A B A B ...) after warm-up and reports medians
+Each benchmark runs in its own process (a fresh memory) and times its contenders interleaved (A B A B ...) after warm-up and reports medians
 with their spread. Results go to benchmarks/RESULTS.md (one delimited section per benchmark,
 replaced on each run; other sections of the file are kept) and benchmarks/results/NAME.json
 (with the machine, the versions and this exact command), and a "Targets" section sums up the
@@ -26,6 +26,7 @@ import datetime
 import importlib
 import os
 import shlex
+import subprocess
 import sys
 import time
 import traceback
@@ -44,16 +45,6 @@ BENCHMARKS = {
 }
 
 
-def free_models() -> None:
-    """Drops what a finished benchmark left behind (Keras' global state, PyTorch models), so memory stays bounded."""
-    import gc
-
-    import keras
-
-    keras.backend.clear_session()
-    gc.collect()
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -67,14 +58,67 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, help="timed rounds per comparison (default 10)")
     parser.add_argument("--max-seconds", type=float, help="time bound of each comparison's timed rounds (default 90)")
     parser.add_argument("--data-dir", type=Path, help="team data folder (default ../shared/data or $BERT_TF_DATA)")
+    parser.add_argument("--suite-command", help=argparse.SUPPRESS)  # set for the per-benchmark processes of a suite run
     return parser.parse_args(argv)
+
+
+def run_in_subprocesses(names: list[str], argv: list[str], command: str) -> list[str]:
+    """Runs each benchmark as `python -m benchmarks.run --only NAME ...` in a fresh process; the names that failed.
+
+    TensorFlow keeps most of the memory of the models a process has built, so six benchmarks'
+    worth of BERT-base models in one process would not fit in the RAM of a small machine.
+    """
+    others = [arg for index, arg in enumerate(argv)
+              if arg != "--only" and not arg.startswith("--only=") and (index == 0 or argv[index - 1] != "--only")]
+    failed = []
+    for name in names:
+        child = [sys.executable, "-m", "benchmarks.run", "--only", name, *others, "--suite-command", command]
+        if subprocess.run(child, check=False).returncode != 0:
+            failed.append(name)
+    return failed
+
+
+def run_benchmark(name: str, settings, suite_command: str | None, write: bool, out_dir: Path) -> bool:
+    """Runs one benchmark in this process, prints and writes its section and JSON; False if it failed."""
+    from benchmarks.machine import machine_info, machine_line
+    from benchmarks.report import write_result
+
+    module = importlib.import_module(f"benchmarks.{BENCHMARKS[name]}")
+    machine_before = machine_info()
+    started = time.perf_counter()
+    print(f"== {name} ==", flush=True)
+    try:
+        result = module.run(settings)
+    except Exception:  # reported, and the suite goes on with the next benchmark
+        traceback.print_exc()
+        return False
+    elapsed = time.perf_counter() - started
+    machine_after = machine_info()
+    load = "/".join(f"{x:.1f}" for x in machine_after["load_average"])
+    command = f"`{suite_command}` (this part: `{settings.command}`)" if suite_command else f"`{settings.command}`"
+    result.markdown += (
+        f"\n\nCommand: {command} ({datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
+        f"{elapsed / 60:.1f} min; load average at the end {load}).  \n"
+        f"Machine: {machine_line(machine_before)}"
+    )
+    result.data.update(command=suite_command or settings.command, part_command=settings.command,
+                       date_utc=datetime.datetime.now(datetime.timezone.utc).isoformat(), seconds=elapsed,
+                       quick=settings.quick, machine=machine_before, load_average_after=machine_after["load_average"])
+    print(result.markdown, flush=True)
+    if result.data.get("skipped"):
+        print(f"({name} skipped: {result.data['skipped']})", flush=True)
+    if write:
+        write_result(result, out_dir / "RESULTS.md", out_dir / "results")
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    command = " ".join(["python -m benchmarks.run", *map(shlex.quote, sys.argv[1:] if argv is None else argv)])
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if args.suite_command:  # a part of a suite run: its own command, without the suite's
+        arguments = arguments[:arguments.index("--suite-command")]
+    command = " ".join(["python -m benchmarks.run", *map(shlex.quote, arguments)])
     # Imported after parsing, so that --help answers without loading TensorFlow.
-    from benchmarks.machine import machine_info, machine_line
     from benchmarks.report import BENCHMARKS_DIR, write_result
     from benchmarks.settings import Settings
     from benchmarks.summary import summarize
@@ -88,37 +132,11 @@ def main(argv: list[str] | None = None) -> int:
     write = not args.no_write and (args.output_dir is not None or not args.quick)
 
     names = args.only or list(BENCHMARKS)
-    failed = []
-    for name in names:
-        module = importlib.import_module(f"benchmarks.{BENCHMARKS[name]}")
-        machine_before = machine_info()
-        started = time.perf_counter()
-        print(f"== {name} ==", flush=True)
-        try:
-            result = module.run(settings)
-        except Exception:  # one broken benchmark must not cost the others' results
-            traceback.print_exc()
-            failed.append(name)
-            free_models()
-            continue
-        elapsed = time.perf_counter() - started
-        machine_after = machine_info()
-        load = "/".join(f"{x:.1f}" for x in machine_after["load_average"])
-        result.markdown += (
-            f"\n\nCommand: `{command}` ({datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
-            f"{elapsed / 60:.1f} min; load average at the end {load}).  \n"
-            f"Machine: {machine_line(machine_before)}"
-        )
-        result.data.update(command=command, date_utc=datetime.datetime.now(datetime.timezone.utc).isoformat(),
-                           seconds=elapsed, quick=settings.quick, machine=machine_before,
-                           load_average_after=machine_after["load_average"])
-        print(result.markdown, flush=True)
-        if result.data.get("skipped"):
-            print(f"({name} skipped: {result.data['skipped']})", flush=True)
-        if write:
-            write_result(result, out_dir / "RESULTS.md", out_dir / "results")
-        free_models()
-    if write:
+    if len(names) > 1:
+        failed = run_in_subprocesses(names, arguments, command)
+    else:
+        failed = [] if run_benchmark(names[0], settings, args.suite_command, write, out_dir) else names
+    if write and not args.suite_command:
         summary = summarize(out_dir / "results")
         print(summary.markdown, flush=True)
         write_result(summary, out_dir / "RESULTS.md", out_dir / "results")

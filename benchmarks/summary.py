@@ -98,7 +98,7 @@ def _training_rows(data: dict) -> list[list[str]]:
 
 
 def _pipeline_rows(data: dict) -> list[list[str]]:
-    rows, pipeline = [], data["pretraining_pipeline"]["median_per_s"]
+    rows, pipeline = [], data["pretraining_pipeline"]["sustained_per_s"]
     for preset, results in data["training_live_and_cached"].items():
         live = next(n for n in results if n.endswith("live pipeline"))
         cached = next(n for n in results if n.endswith("cached batches"))

@@ -17,6 +17,8 @@ Flow:
 
 from __future__ import annotations
 
+import abc
+
 import keras
 import tensorflow as tf
 
@@ -26,7 +28,7 @@ from pipelines.bucketing import batch_examples
 from pipelines.model_outputs import predict_examples
 
 
-class FinetuneTask:
+class FinetuneTask(abc.ABC):
     """Base class: the shared batching and evaluation; subclasses fill in the task-specific parts."""
 
     name = ""
@@ -39,24 +41,25 @@ class FinetuneTask:
 
     # ----- the task's own parts ------------------------------------------------------------
 
+    @abc.abstractmethod
     def read(self, path, fit_labels: bool = False, need_labels: bool = True):
         """The examples of a data file; `fit_labels`: learn the label names from them (the training file)."""
-        raise NotImplementedError
 
     def subset(self, examples, indices):
         """The examples at `indices` (a random part of the training file)."""
         return [examples[index] for index in indices]
 
+    @abc.abstractmethod
     def prepare(self, examples, training: bool):
         """Examples → a data object holding what `batches` and `scores` need (labels checked against the model's)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def dataset(self, data) -> tuple[tf.data.Dataset, list[int]]:
         """One element per model input sequence (unpadded), and the sequences' lengths."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def build_model(self, encoder, dropout: float) -> keras.Model:
-        raise NotImplementedError
+        """The task's model (encoder + head) with `dropout` before the head."""
 
     def loss(self, config: FinetuneConfig, data):
         """The loss to compile with ("auto": the head's default)."""
@@ -66,17 +69,17 @@ class FinetuneTask:
         """`fit(class_weight=...)`, or None."""
         return None
 
+    @abc.abstractmethod
     def scores(self, data, outputs: list) -> dict:
         """Evaluation scores from the model outputs of every sequence."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def predictions(self, data, outputs: list) -> list:
         """Plain Python predictions, one per example."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def settings(self) -> dict:
         """What a saved model needs to rebuild this task (JSON-serializable), besides task and seq_length."""
-        raise NotImplementedError
 
     # ----- shared ------------------------------------------------------------------------
 

@@ -16,3 +16,22 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"team data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="module")
+def demo_model_dir(tmp_path_factory) -> Path:
+    """A TF Serving model folder `demo/` with version 1 of the tiny demo SavedModel (one per test module)."""
+    from serving.demo_model import save_demo_model
+
+    base = tmp_path_factory.mktemp("models") / "demo"
+    base.mkdir()
+    save_demo_model(base, version=1)
+    return base
+
+
+@pytest.fixture(scope="module")
+def demo_signatures(demo_model_dir):
+    """The signatures of version 1 of `demo_model_dir`, loaded in this process: what the server must answer."""
+    import tensorflow as tf
+
+    return tf.saved_model.load(str(demo_model_dir / "1")).signatures

@@ -12,7 +12,7 @@ import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2
 
 from serving.batching import batch_major_outputs, predict_in_batches
-from serving.demo_model import LABELS, save_demo_model
+from serving.demo_model import LABELS
 from serving.grpc_client import GrpcClient
 from serving.rest_client import RestClient, RestError
 from serving.server import ModelServer
@@ -23,22 +23,8 @@ TEXTS = ["a fine day", "", "héllo wörld ✓", "rain again"]
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    base = tmp_path_factory.mktemp("models") / NAME
-    base.mkdir()
-    save_demo_model(base, version=1)
-    return base
-
-
-@pytest.fixture(scope="module")
-def reference(model_dir):
-    """The in-process signatures of version 1."""
-    return tf.saved_model.load(str(model_dir / "1")).signatures
-
-
-@pytest.fixture(scope="module")
-def server(model_dir):
-    with ModelServer(NAME, model_dir, poll_wait_s=0, max_batch_size=SERVER_MAX_BATCH) as server:
+def server(demo_model_dir):
+    with ModelServer(NAME, demo_model_dir, poll_wait_s=0, max_batch_size=SERVER_MAX_BATCH) as server:
         yield server
 
 
@@ -53,8 +39,8 @@ def rest_client(server):
     return RestClient(f"http://127.0.0.1:{server.rest_port}", model_name=NAME, timeout_s=20)
 
 
-def expected_probabilities(reference, texts):
-    return reference["serving_default"](text=tf.constant(texts, tf.string))["probabilities"].numpy()
+def expected_probabilities(demo_signatures, texts):
+    return demo_signatures["serving_default"](text=tf.constant(texts, tf.string))["probabilities"].numpy()
 
 
 class FakeRpcError(grpc.RpcError):
@@ -71,41 +57,41 @@ class FakeRpcError(grpc.RpcError):
 # ----- GrpcClient ----------------------------------------------------------------
 
 
-def test_grpc_predict_equals_in_process(grpc_client, reference):
+def test_grpc_predict_equals_in_process(grpc_client, demo_signatures):
     outputs = grpc_client.predict({"text": TEXTS})
-    np.testing.assert_allclose(outputs["probabilities"], expected_probabilities(reference, TEXTS), atol=1e-5)
+    np.testing.assert_allclose(outputs["probabilities"], expected_probabilities(demo_signatures, TEXTS), atol=1e-5)
     assert outputs["probabilities"].dtype == np.float32
     assert outputs["label_names"].tolist() == [[label.encode() for label in LABELS]] * len(TEXTS)
 
     ids = np.array([[1, 2, 3], [4, 5, 0]], np.int32)
     ids_client = GrpcClient(grpc_client.target, model_name=NAME, signature_name="serve_ids")
     scores = ids_client.predict({"ids": ids}, version=1, output_filter=["scores"])
-    np.testing.assert_allclose(scores["scores"], reference["serve_ids"](ids=tf.constant(ids))["scores"], atol=1e-5)
+    np.testing.assert_allclose(scores["scores"], demo_signatures["serve_ids"](ids=tf.constant(ids))["scores"], atol=1e-5)
     with pytest.raises(grpc.RpcError) as raised:  # numpy int64 is sent as int64: the server checks dtypes
         ids_client.predict({"ids": ids.astype(np.int64)})
     assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     ids_client.close()
 
 
-def test_grpc_large_batch_is_split(grpc_client, reference):
+def test_grpc_large_batch_is_split(grpc_client, demo_signatures):
     texts = [f"sentence number {index}" for index in range(5 * SERVER_MAX_BATCH + 7)]
     with pytest.raises(grpc.RpcError) as raised:
         grpc_client.predict({"text": texts})
     assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "max_batch_size" in raised.value.details()
     chunked = GrpcClient(grpc_client.target, model_name=NAME, max_batch_size=SERVER_MAX_BATCH)
     outputs = chunked.predict({"text": texts})
-    np.testing.assert_allclose(outputs["probabilities"], expected_probabilities(reference, texts), atol=1e-5)
+    np.testing.assert_allclose(outputs["probabilities"], expected_probabilities(demo_signatures, texts), atol=1e-5)
     assert outputs["label_names"].shape == (len(texts), 3)
     results = chunked.classify([{"text": text} for text in texts[: SERVER_MAX_BATCH + 1]])
     assert len(results) == SERVER_MAX_BATCH + 1
     chunked.close()
 
 
-def test_grpc_classify_metadata_status(grpc_client, reference):
+def test_grpc_classify_metadata_status(grpc_client, demo_signatures):
     results = grpc_client.classify([{"text": text} for text in TEXTS])
     assert [[label for label, _ in classes] for classes in results] == [list(LABELS)] * len(TEXTS)
     np.testing.assert_allclose(
-        [[score for _, score in classes] for classes in results], expected_probabilities(reference, TEXTS), atol=1e-5
+        [[score for _, score in classes] for classes in results], expected_probabilities(demo_signatures, TEXTS), atol=1e-5
     )
     signatures = grpc_client.metadata()
     assert {"serving_default", "serve_ids"} <= set(signatures)
@@ -170,27 +156,27 @@ def test_grpc_deadline_holds_against_a_silent_server():
 
 
 @pytest.mark.parametrize("row_format", [False, True], ids=["columnar", "row"])
-def test_rest_predict_equals_in_process(rest_client, reference, row_format):
+def test_rest_predict_equals_in_process(rest_client, demo_signatures, row_format):
     texts = TEXTS + [b"\x00binary but valid UTF-8"]
     outputs = rest_client.predict({"text": texts}, row_format=row_format)
-    np.testing.assert_allclose(outputs["probabilities"], expected_probabilities(reference, texts), atol=1e-5)
+    np.testing.assert_allclose(outputs["probabilities"], expected_probabilities(demo_signatures, texts), atol=1e-5)
     assert outputs["probabilities"].dtype == np.float32
     assert outputs["label_names"].tolist() == [[label.encode() for label in LABELS]] * len(texts)
 
     ids = np.array([[1, 2, 3], [4, 5, 0]], np.int64)  # REST converts JSON numbers to the signature's int32
     ids_client = RestClient(rest_client.base_url, model_name=NAME, signature_name="serve_ids")
     scores = ids_client.predict({"ids": ids}, version=1, row_format=row_format)["scores"]
-    np.testing.assert_allclose(scores, reference["serve_ids"](ids=tf.constant(ids, tf.int32))["scores"], atol=1e-5)
+    np.testing.assert_allclose(scores, demo_signatures["serve_ids"](ids=tf.constant(ids, tf.int32))["scores"], atol=1e-5)
 
 
-def test_rest_large_batch_classify_metadata_status(rest_client, reference):
+def test_rest_large_batch_classify_metadata_status(rest_client, demo_signatures):
     texts = [f"sentence number {index}" for index in range(2 * SERVER_MAX_BATCH + 3)]
     with pytest.raises(RestError) as raised:
         rest_client.predict({"text": texts})
     assert raised.value.status == 400 and "max_batch_size" in raised.value.message
     chunked = RestClient(rest_client.base_url, model_name=NAME, max_batch_size=SERVER_MAX_BATCH)
     np.testing.assert_allclose(
-        chunked.predict({"text": texts})["probabilities"], expected_probabilities(reference, texts), atol=1e-5
+        chunked.predict({"text": texts})["probabilities"], expected_probabilities(demo_signatures, texts), atol=1e-5
     )
     results = rest_client.classify([{"text": text} for text in TEXTS])
     assert [[label for label, _ in classes] for classes in results] == [list(LABELS)] * len(TEXTS)

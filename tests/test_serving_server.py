@@ -33,22 +33,8 @@ CODE = grpc.StatusCode
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    base = tmp_path_factory.mktemp("models") / NAME
-    base.mkdir()
-    save_demo_model(base, version=1)
-    return base
-
-
-@pytest.fixture(scope="module")
-def reference(model_dir):
-    """The in-process signatures of version 1."""
-    return tf.saved_model.load(str(model_dir / "1")).signatures
-
-
-@pytest.fixture(scope="module")
-def server(model_dir):
-    with ModelServer(NAME, model_dir, poll_wait_s=0.2, max_batch_size=MAX_BATCH) as server:
+def server(demo_model_dir):
+    with ModelServer(NAME, demo_model_dir, poll_wait_s=0.2, max_batch_size=MAX_BATCH) as server:
         yield server
 
 
@@ -90,19 +76,19 @@ def http(server, path, body=None, raw=None):
         return error.code, json.loads(error.read())
 
 
-def assert_serving(predictions, reference):
+def assert_serving(predictions, demo_signatures):
     """A good request still gets the in-process answer."""
     response = predictions.Predict(predict_request({"text": text_array(TEXTS)}), timeout=20)
-    expected = reference["serving_default"](text=tf.constant(text_array(TEXTS), tf.string))["probabilities"].numpy()
+    expected = demo_signatures["serving_default"](text=tf.constant(text_array(TEXTS), tf.string))["probabilities"].numpy()
     np.testing.assert_allclose(tf.make_ndarray(response.outputs["probabilities"]), expected, atol=1e-5)
 
 
 # ----- answers equal the in-process model -----------------------------------------
 
 
-def test_grpc_predict_equals_in_process(predictions, reference):
+def test_grpc_predict_equals_in_process(predictions, demo_signatures):
     response = predictions.Predict(predict_request({"text": text_array(TEXTS)}), timeout=20)
-    expected = reference["serving_default"](text=tf.constant(text_array(TEXTS), tf.string))
+    expected = demo_signatures["serving_default"](text=tf.constant(text_array(TEXTS), tf.string))
     assert set(response.outputs) == {"probabilities", "label_names"}
     np.testing.assert_allclose(
         tf.make_ndarray(response.outputs["probabilities"]), expected["probabilities"].numpy(), atol=1e-5
@@ -115,12 +101,12 @@ def test_grpc_predict_equals_in_process(predictions, reference):
     response = predictions.Predict(
         predict_request({"ids": ids}, signature="serve_ids", version=1, output_filter=["scores"]), timeout=20
     )
-    expected = reference["serve_ids"](ids=tf.constant(ids))["scores"].numpy()
+    expected = demo_signatures["serve_ids"](ids=tf.constant(ids))["scores"].numpy()
     np.testing.assert_allclose(tf.make_ndarray(response.outputs["scores"]), expected, atol=1e-5)
 
 
-def test_rest_predict_row_and_columnar_equal_in_process(server, reference):
-    expected = reference["serving_default"](text=tf.constant(text_array(TEXTS), tf.string))
+def test_rest_predict_row_and_columnar_equal_in_process(server, demo_signatures):
+    expected = demo_signatures["serving_default"](text=tf.constant(text_array(TEXTS), tf.string))
     probabilities, labels = expected["probabilities"].numpy(), [list(LABELS)] * len(TEXTS)
 
     status, answer = http(server, f"/v1/models/{NAME}:predict", {"instances": TEXTS})
@@ -141,11 +127,11 @@ def test_rest_predict_row_and_columnar_equal_in_process(server, reference):
     ids = [[1, 2, 3], [4, 5, 0]]
     status, answer = http(server, f"/v1/models/{NAME}:predict", {"signature_name": "serve_ids", "inputs": ids})
     assert status == 200  # one output: "outputs" is the tensor itself, as in TF Serving
-    np.testing.assert_allclose(answer["outputs"], reference["serve_ids"](ids=tf.constant(ids))["scores"], atol=1e-5)
+    np.testing.assert_allclose(answer["outputs"], demo_signatures["serve_ids"](ids=tf.constant(ids))["scores"], atol=1e-5)
 
 
-def test_classify_grpc_and_rest(predictions, server, reference):
-    expected = reference["serving_default"](text=tf.constant(text_array(TEXTS), tf.string))["probabilities"].numpy()
+def test_classify_grpc_and_rest(predictions, server, demo_signatures):
+    expected = demo_signatures["serving_default"](text=tf.constant(text_array(TEXTS), tf.string))["probabilities"].numpy()
     request = classification_pb2.ClassificationRequest()
     request.model_spec.name = NAME
     for text in TEXTS:
@@ -168,7 +154,7 @@ def test_classify_grpc_and_rest(predictions, server, reference):
     request.input.example_list_with_context.examples.add()
     request.input.example_list_with_context.examples.add().features.feature["ids"].int64_list.value.extend([3, 4])
     response = predictions.Classify(request, timeout=20)
-    scores = reference["serve_ids"](ids=tf.constant([[1, 2], [3, 4]]))["scores"].numpy()
+    scores = demo_signatures["serve_ids"](ids=tf.constant([[1, 2], [3, 4]]))["scores"].numpy()
     for classes, row in zip(response.result.classifications, scores):
         assert [c.label for c in classes.classes] == ["0", "1", "2"]
         np.testing.assert_allclose([c.score for c in classes.classes], row, atol=1e-5)
@@ -227,16 +213,16 @@ BAD_PREDICTS = {
 
 
 @pytest.mark.parametrize("case", BAD_PREDICTS, ids=list(BAD_PREDICTS))
-def test_bad_predict_gets_its_status_and_server_keeps_serving(case, predictions, reference):
+def test_bad_predict_gets_its_status_and_server_keeps_serving(case, predictions, demo_signatures):
     inputs, options, code = BAD_PREDICTS[case]
     with pytest.raises(grpc.RpcError) as raised:
         predictions.Predict(predict_request(inputs, **options), timeout=20)
     assert raised.value.code() == code, raised.value.details()
     assert raised.value.details()
-    assert_serving(predictions, reference)
+    assert_serving(predictions, demo_signatures)
 
 
-def test_malformed_protos_are_invalid_argument(predictions, reference):
+def test_malformed_protos_are_invalid_argument(predictions, demo_signatures):
     request = predict_request({})
     request.inputs["text"].dtype = tf.float32.as_datatype_enum
     request.inputs["text"].tensor_shape.dim.add(size=3)
@@ -250,7 +236,7 @@ def test_malformed_protos_are_invalid_argument(predictions, reference):
     with pytest.raises(grpc.RpcError) as raised:
         predictions.Regress(regression_pb2.RegressionRequest(), timeout=20)
     assert raised.value.code() == CODE.UNIMPLEMENTED
-    assert_serving(predictions, reference)
+    assert_serving(predictions, demo_signatures)
 
 
 def test_empty_batch_and_empty_string_are_served(predictions):
@@ -287,18 +273,18 @@ BAD_REST = {
 
 
 @pytest.mark.parametrize("case", BAD_REST, ids=list(BAD_REST))
-def test_bad_rest_request_gets_its_status_and_server_keeps_serving(case, server, predictions, reference):
+def test_bad_rest_request_gets_its_status_and_server_keeps_serving(case, server, predictions, demo_signatures):
     path, body, expected = BAD_REST[case]
     status, answer = http(server, path, raw=body) if isinstance(body, bytes) else http(server, path, body)
     assert status == expected, answer
     assert answer["error"]
     assert http(server, f"/v1/models/{NAME}:predict", {"instances": ["still here"]})[0] == 200
-    assert_serving(predictions, reference)
+    assert_serving(predictions, demo_signatures)
 
 
-def test_busy_port_and_missing_base_path_are_clear_errors(server, model_dir, tmp_path):
+def test_busy_port_and_missing_base_path_are_clear_errors(server, demo_model_dir, tmp_path):
     with pytest.raises(OSError, match="in use"):
-        ModelServer(NAME, model_dir, grpc_port=server.grpc_port).start()
+        ModelServer(NAME, demo_model_dir, grpc_port=server.grpc_port).start()
     assert main(["--model_base_path", str(tmp_path / "absent"), "--port", "0", "--rest_api_port", "0"]) == 2
 
 
@@ -339,10 +325,10 @@ def test_new_version_is_picked_up_without_restart(tmp_path):
         assert stub.Predict(predict_request({"text": texts}), timeout=20).model_spec.version.value == 2
 
 
-def test_concurrent_clients(server, predictions, reference):
+def test_concurrent_clients(server, predictions, demo_signatures):
     threads, per_thread = 8, 25
     texts = [f"thread {t} request {r}" for t in range(threads) for r in range(per_thread)]
-    expected = reference["serving_default"](text=tf.constant(text_array(texts)))["probabilities"].numpy()
+    expected = demo_signatures["serving_default"](text=tf.constant(text_array(texts)))["probabilities"].numpy()
     errors = []
 
     def client(index):
