@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import keras
 
+from bert_tf.layers.dropout import Dropout
 from bert_tf.model import BertModel
 from bert_tf.task_model import BertTaskModel
 
@@ -64,7 +65,7 @@ class BertClassifier(BertTaskModel):
         self.num_classes = num_classes
         self.mode = mode
         self.label_names = None if label_names is None else [str(name) for name in label_names]
-        self.dropout = keras.layers.Dropout(dropout, name="dropout")
+        self.dropout = Dropout(dropout, name="dropout")
         # float32 logits even under a mixed-precision policy, so the loss is computed in float32.
         self.classifier = keras.layers.Dense(
             num_classes, kernel_initializer=self.head_initializer(), dtype="float32", name="logits"

@@ -16,7 +16,7 @@ HERE = Path(__file__).resolve().parent
 @pytest.fixture(scope="module")
 def mirrored_results():
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")])}
-    checks = ["global_clipnorm", "classifier", "token_classifier", "span_labeler"]
+    checks = ["global_clipnorm", "fused_adamw", "classifier", "token_classifier", "span_labeler"]
     process = subprocess.run(
         [sys.executable, str(HERE / "tiny_tasks.py"), *checks],
         capture_output=True,
@@ -34,6 +34,11 @@ def mirrored_results():
 def test_global_clipnorm_clips_the_sum_of_the_replicas_gradients(mirrored_results):
     # [3, 0] + [0, 4] has norm 5 → [0.6, 0.8]; clipping each replica's share would give [1, 1].
     assert mirrored_results["global_clipnorm"]["sum"] == pytest.approx([0.6, 0.8])
+
+
+@pytest.mark.slow
+def test_fused_adamw_update_equals_keras_adamw_under_the_strategy(mirrored_results):
+    assert mirrored_results["fused_adamw"]["max_difference"] < 1e-5
 
 
 @pytest.mark.slow

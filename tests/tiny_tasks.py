@@ -6,16 +6,18 @@ one JSON line each. It is a separate process because logical devices must be con
 before TensorFlow runs any op.
 """
 
+import contextlib
 import json
 import sys
 
+import keras
 import numpy as np
 import tensorflow as tf
 
 from bert_tf.classifier import BertClassifier
 from bert_tf.config import BertConfig
 from bert_tf.model import BertModel
-from bert_tf.optimization import create_optimizer
+from bert_tf.optimization import AdamW, create_optimizer
 from bert_tf.span_labeler import BertSpanLabeler
 from bert_tf.token_classifier import BertTokenClassifier
 
@@ -118,14 +120,37 @@ def _clip_global_norm(strategy):
     return {"sum": strategy.reduce(tf.distribute.ReduceOp.SUM, clipped, axis=None).numpy().tolist()}
 
 
+def adamw_difference(strategy=None, steps=4):
+    """Largest weight difference between a classifier fitted with bert_tf's AdamW (fused update) and one fitted
+    with `keras.optimizers.AdamW` (same settings, same start), under `strategy` if given."""
+    settings = dict(learning_rate=1e-2, weight_decay=0.01, epsilon=1e-6)
+    models = []
+    for optimizer_class in (AdamW, keras.optimizers.AdamW):
+        with strategy.scope() if strategy else contextlib.nullcontext():
+            model = BertClassifier(tiny_encoder(), num_classes=2, dropout=0.0)
+            model.compile(optimizer=optimizer_class(**settings))
+        if models:
+            model.set_weights(models[0].get_weights())
+        models.append(model)
+    inputs, labels = classification_data()
+    for model in models:
+        model.fit(inputs, labels, batch_size=len(labels) // steps, epochs=1, verbose=0, shuffle=False)
+    return max(float(np.abs(a - b).max()) for a, b in zip(models[0].get_weights(), models[1].get_weights()))
+
+
 def run_mirrored(names):
     """Runs each named check under MirroredStrategy on 2 logical CPUs and prints one JSON line each:
-    a task name (fit and predict) or "global_clipnorm"."""
+    a task name (fit and predict), "global_clipnorm" or "fused_adamw"."""
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     for name in names:
-        result = _clip_global_norm(strategy) if name == "global_clipnorm" else _fit(strategy, name)
+        if name == "global_clipnorm":
+            result = _clip_global_norm(strategy)
+        elif name == "fused_adamw":
+            result = {"max_difference": adamw_difference(strategy)}
+        else:
+            result = _fit(strategy, name)
         print(json.dumps({"name": name, "replicas": strategy.num_replicas_in_sync, **result}))
 
 

@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.config import BertConfig
+from bert_tf.layers.dropout import Dropout
 
 # Added to the scores of padded key positions: exp() of it is exactly 0 in float32.
 MASKED_SCORE = -1e9
@@ -33,7 +34,7 @@ class SelfAttention(keras.layers.Layer):
         self.key = keras.layers.Dense(hidden, kernel_initializer=init, name="key")
         self.value = keras.layers.Dense(hidden, kernel_initializer=init, name="value")
         self.output_dense = keras.layers.Dense(hidden, kernel_initializer=init, name="output_dense")
-        self.probs_dropout = keras.layers.Dropout(config.attention_probs_dropout_prob)
+        self.probs_dropout = Dropout(config.attention_probs_dropout_prob)
 
     def build(self, input_shape=None):
         shape = (None, None, self.config.hidden_size)

@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.config import BertConfig
+from bert_tf.layers.dropout import Dropout
 
 
 class BertEmbeddings(keras.layers.Layer):
@@ -22,7 +23,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.position_initializer = init
         # LayerNorm runs in float32 even under a mixed-precision policy.
         self.layer_norm = keras.layers.LayerNormalization(epsilon=config.layer_norm_eps, dtype="float32", name="layer_norm")
-        self.dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
     def build(self, input_shape=None):
         hidden = self.config.hidden_size

@@ -6,6 +6,7 @@ import tensorflow as tf
 from bert_tf.config import BertConfig
 from bert_tf.layers.activations import ACTIVATIONS
 from bert_tf.layers.attention import SelfAttention
+from bert_tf.layers.dropout import Dropout
 
 
 class TransformerBlock(keras.layers.Layer):
@@ -16,7 +17,7 @@ class TransformerBlock(keras.layers.Layer):
         self.config = config
         init = keras.initializers.TruncatedNormal(stddev=config.initializer_range)
         self.attention = SelfAttention(config, name="attention")
-        self.attention_dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+        self.attention_dropout = Dropout(config.hidden_dropout_prob)
         # LayerNorms run in float32 even under a mixed-precision policy.
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=config.layer_norm_eps, dtype="float32", name="attention_layer_norm"
@@ -25,7 +26,7 @@ class TransformerBlock(keras.layers.Layer):
             config.intermediate_size, activation=ACTIVATIONS[config.hidden_act], kernel_initializer=init, name="intermediate"
         )
         self.output_dense = keras.layers.Dense(config.hidden_size, kernel_initializer=init, name="output_dense")
-        self.output_dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+        self.output_dropout = Dropout(config.hidden_dropout_prob)
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=config.layer_norm_eps, dtype="float32", name="output_layer_norm"
         )

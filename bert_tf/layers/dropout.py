@@ -1,0 +1,59 @@
+"""Dropout that draws 16 random bits per element, half the random-number work of Keras' dropout.
+
+Example:
+    >>> import numpy as np
+    >>> dropout = Dropout(0.1, seed=0)
+    >>> kept = np.asarray(dropout(np.ones((1000, 100), "float32"), training=True)) > 0
+    >>> bool(0.89 < kept.mean() < 0.91)
+    True
+    >>> np.asarray(dropout(np.ones(3, "float32"))).tolist()  # no dropout outside training
+    [1.0, 1.0, 1.0]
+"""
+
+import keras
+import tensorflow as tf
+
+# Each element's random number: a 16-bit half of one 32-bit draw.
+_LEVELS = 1 << 16
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class Dropout(keras.layers.Layer):
+    """Inverted dropout, as `keras.layers.Dropout`: in training, each element is zeroed with probability
+    `rate` and the others are scaled so that the expected output equals the input.
+
+    Written by hand for speed: on a CPU, generating random numbers is most of dropout's cost,
+    and TensorFlow's Philox generator (behind Keras' dropout) makes one 32-bit number per
+    element. Here each 32-bit number serves two elements: forward + backward run about 1.7x
+    faster, about 3% of a `mini` pre-training step. An element is dropped when its 16 bits
+    fall below round(rate · 65536), so the dropped share equals `rate` to within 1/131072, and
+    kept elements are scaled by the exact inverse of the kept share.
+    """
+
+    def __init__(self, rate: float, seed: int | None = None, **kwargs):
+        super().__init__(**kwargs)
+        if not 0.0 <= rate < 1.0:
+            raise ValueError(f"Dropout: rate must be in [0, 1), got {rate!r}.")
+        self.rate = float(rate)
+        self.seed = seed
+        self._threshold = round(self.rate * _LEVELS)
+        if self._threshold > 0:  # as Keras' Dropout: a seed generator (a variable) only when it drops anything
+            self.seed_generator = keras.random.SeedGenerator(seed)
+        self.built = True
+
+    def call(self, inputs, training=False):
+        if not training or self._threshold == 0:
+            return inputs
+        count = tf.size(inputs)
+        seed = tf.cast(self.seed_generator.next(), tf.int64)
+        bits = tf.random.stateless_uniform([(count + 1) // 2], seed, dtype=tf.uint32, minval=None, maxval=None)
+        halves = tf.reshape(tf.bitcast(bits, tf.uint16), [-1])[:count]
+        keep = tf.reshape(halves >= self._threshold, tf.shape(inputs))
+        scale = tf.cast(_LEVELS / (_LEVELS - self._threshold), inputs.dtype)
+        return tf.where(keep, inputs * scale, tf.zeros_like(inputs))
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {**super().get_config(), "rate": self.rate, "seed": self.seed}
