@@ -1,6 +1,6 @@
 """The benchmark suite: bert_tf against KerasHub and transformers (PyTorch), on this machine, in one run.
 
-    python -m benchmarks.run                      # every benchmark (~15-25 minutes on 2 cores)
+    python -m benchmarks.run                      # every benchmark (about an hour on 2 cores)
     python -m benchmarks.run --only inference     # one of them (repeat --only for several)
     python -m benchmarks.run --quick --output-dir /tmp/bench   # smoke mode: tiny models, seconds
 
@@ -11,9 +11,10 @@ Benchmarks (each a module of this package with `run(settings) -> BenchmarkResult
   pipelines   tokenizer tokens/s vs Rust `tokenizers`; pre-training input pipeline vs what training consumes
   memory      peak resident memory of inference and of a training step, one process per contender
   exported    SavedModel and TFLite (float32, int8) latency at batch 1
+  techniques  what each of bert_tf's speed techniques gains, swapped one at a time for the usual way
 
-Each benchmark runs in its own process (a fresh memory) and times its contenders interleaved (A B A B ...) after warm-up and reports medians
-with their spread. Results go to benchmarks/RESULTS.md (one delimited section per benchmark,
+Each benchmark runs in its own process (a fresh memory) and times its contenders interleaved
+(A B A B ...) after warm-up and reports medians with their spread. Results go to benchmarks/RESULTS.md (one delimited section per benchmark,
 replaced on each run; other sections of the file are kept) and benchmarks/results/NAME.json
 (with the machine, the versions and this exact command), and a "Targets" section sums up the
 latest results against the issue's targets. `--quick` writes nothing unless `--output-dir` is given.
@@ -42,6 +43,7 @@ BENCHMARKS = {
     "pipelines": "input_pipelines",
     "memory": "memory",
     "exported": "exported",
+    "techniques": "techniques",
 }
 
 

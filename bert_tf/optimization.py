@@ -115,7 +115,7 @@ class AdamW(_BertRecipe, keras.optimizers.AdamW):
     """`keras.optimizers.AdamW` that saves its weight-decay exclusions and clips the global gradient under a strategy.
 
     On TensorFlow it also updates each dense gradient's variable and moments in one fused kernel
-    (`ResourceApplyAdam`), the arithmetic of Keras' Adam step: Keras writes that step as ten
+    (`ResourceApplyAdam`), the arithmetic of Keras' Adam step: Keras writes that step as a dozen
     separate whole-tensor operations, a sizeable part of a small model's step (the 31,000 x 256
     word embeddings of `mini`). Sparse gradients and `amsgrad` take Keras' own step.
     """

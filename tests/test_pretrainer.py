@@ -81,3 +81,6 @@ def test_pretrainer_directory_keeps_heads_and_metadata(tmp_path):
     np.testing.assert_allclose(reloaded(features())["mlm_logits"], pretrainer(features())["mlm_logits"], atol=1e-6)
     bert_tf.save_pretrained(pretrainer, tmp_path / "model")  # replaces the directory whole
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+    # Readable as a plain mkdir would make it (not private to its owner), e.g. by a server running as another user.
+    (tmp_path / "plain").mkdir()
+    assert (tmp_path / "model").stat().st_mode == (tmp_path / "plain").stat().st_mode

@@ -149,6 +149,9 @@ def save_pretrained(model, out_dir: str | Path, vocab_file=None, lower_case: boo
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
+        # mkdtemp makes the directory private (0700); give it the permissions of a plain mkdir, so that
+        # a server running as another user (TF Serving in Docker) can read the model.
+        staging.chmod(0o777 & ~_umask())
         model.save(staging / MODEL_FILE)
         if vocab_file is not None:
             shutil.copyfile(vocab_file, staging / "vocab.txt")
@@ -162,3 +165,10 @@ def save_pretrained(model, out_dir: str | Path, vocab_file=None, lower_case: boo
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return out
+
+
+def _umask() -> int:
+    """This process's file-creation mask (reading it means setting it, so it is set back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,153 @@
+"""What each speed technique of bert_tf is worth: the same step with one technique swapped for the usual way.
+
+Pre-training step of `mini` (batch 32, seq 128, 20 predictions, float32, bert_tf's AdamW) and
+BERT-base inference at batch 8, each technique replaced in turn by what it replaced:
+- attention as heads-first batched matrix multiplies → the same products written as einsums;
+- `bert_tf.layers.Dropout` (16 random bits per element) → `keras.layers.Dropout`;
+- the MLM cross-entropy fused by XLA → `tf.nn.sparse_softmax_cross_entropy_with_logits`;
+- `bert_tf.optimization.AdamW` (one fused kernel per variable) → `keras.optimizers.AdamW`;
+and, for context, the whole training step compiled with XLA (`compile(jit_compile=True)`).
+The replaced versions are re-created here, while each model is built and traced; the
+contenders run interleaved, so the ratios hold on a busy machine.
+
+    python -m benchmarks.run --only techniques
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+import bert_tf
+import bert_tf.layers.attention as attention_module
+import bert_tf.layers.embeddings as embeddings_module
+import bert_tf.layers.transformer_block as block_module
+import bert_tf.pretrainer as pretrainer_module
+from benchmarks.harness import Contender, interleaved, rate_cell
+from benchmarks.report import BenchmarkResult, markdown_table
+from benchmarks.settings import Settings
+from bert_tf.inference import inference_function
+from bert_tf.layers.attention import SelfAttention, padding_bias
+from bert_tf.optimization import AdamW
+
+NAME = "techniques"
+BATCH_SIZE, SEQ_LENGTH, PREDICTIONS = 32, 128, 20
+STEPS_PER_CALL = 2
+DEFAULT = "bert_tf as it is"
+
+
+def einsum_attention(self, hidden_states, input_mask, training=None):
+    """`SelfAttention.call` with the attention products written as einsums (bert_tf before this change)."""
+    batch, seq = tf.shape(hidden_states)[0], tf.shape(hidden_states)[1]
+    heads, size = self.config.num_attention_heads, self.config.head_size
+    tokens = tf.reshape(hidden_states, [-1, self.config.hidden_size])
+    query = tf.reshape(self.query(tokens) * (1.0 / math.sqrt(size)), [batch, seq, heads, size])
+    key = tf.reshape(self.key(tokens), [batch, seq, heads, size])
+    value = tf.reshape(self.value(tokens), [batch, seq, heads, size])
+    scores = tf.einsum("bqhd,bkhd->bhqk", query, key)
+    probs = tf.nn.softmax(tf.cast(scores, tf.float32) + padding_bias(input_mask), axis=-1)
+    dropped = self.probs_dropout(tf.cast(probs, self.compute_dtype), training=training)
+    context = tf.reshape(tf.einsum("bhqk,bkhd->bqhd", dropped, value), [-1, self.config.hidden_size])
+    return tf.reshape(self.output_dense(context), tf.shape(hidden_states)), probs
+
+
+def sparse_cross_entropy(labels, logits):
+    return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.cast(labels, tf.int32), logits=logits)
+
+
+# Variant name → (object, attribute, replacement) patched while the model is built and traced.
+REPLACEMENTS = {
+    "attention as einsums": [(SelfAttention, "call", einsum_attention)],
+    "keras.layers.Dropout": [(module, "Dropout", keras.layers.Dropout)
+                             for module in (attention_module, embeddings_module, block_module)],
+    "tf.nn.sparse_softmax_cross_entropy_with_logits": [(pretrainer_module, "vocabulary_cross_entropy",
+                                                        sparse_cross_entropy)],
+}
+
+
+@contextlib.contextmanager
+def replaced(variant: str):
+    """Swaps in the replacements of `variant` (none for the others) and puts the originals back."""
+    patches = REPLACEMENTS.get(variant, [])
+    originals = [getattr(owner, attribute) for owner, attribute, _ in patches]
+    for owner, attribute, replacement in patches:
+        setattr(owner, attribute, replacement)
+    try:
+        yield
+    finally:
+        for (owner, attribute, _), original in zip(patches, originals):
+            setattr(owner, attribute, original)
+
+
+def pretraining_features(config: bert_tf.BertConfig) -> dict:
+    rng = np.random.default_rng(0)
+    shape, predictions = (BATCH_SIZE, SEQ_LENGTH), (BATCH_SIZE, PREDICTIONS)
+    features = {
+        "input_word_ids": rng.integers(5, config.vocab_size, shape), "input_mask": np.ones(shape),
+        "input_type_ids": np.zeros(shape), "masked_lm_positions": np.sort(rng.integers(1, SEQ_LENGTH, predictions)),
+        "masked_lm_ids": rng.integers(5, config.vocab_size, predictions),
+        "masked_lm_weights": np.ones(predictions, np.float32),
+        "next_sentence_labels": rng.integers(0, 2, (BATCH_SIZE, 1)),
+    }
+    return {name: tf.constant(value, tf.float32 if name == "masked_lm_weights" else tf.int32)
+            for name, value in features.items()}
+
+
+def pretraining_contender(variant: str, config: bert_tf.BertConfig, features: dict) -> Contender:
+    with replaced(variant):
+        keras.utils.set_random_seed(0)
+        model = bert_tf.BertPretrainer(bert_tf.BertModel(config))
+        optimizer = keras.optimizers.AdamW(2e-5) if variant == "keras.optimizers.AdamW" else AdamW(learning_rate=2e-5)
+        model.compile(optimizer=optimizer, jit_compile=variant == "whole step with XLA")
+        model.train_on_batch(features)  # traced here, with the replacements in place
+
+    def train():
+        for _ in range(STEPS_PER_CALL):
+            model.train_on_batch(features)
+    return Contender(variant, train, items=STEPS_PER_CALL * BATCH_SIZE * SEQ_LENGTH)
+
+
+def inference_contender(variant: str, model: bert_tf.BertModel, batch: int) -> Contender:
+    ids = tf.constant(np.random.default_rng(0).integers(5, model.config.vocab_size, (batch, SEQ_LENGTH)), tf.int32)
+    inputs = {"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": tf.zeros_like(ids)}
+    with replaced(variant):
+        run = inference_function(model)
+        run(inputs)  # traced here
+    return Contender(variant, lambda: run(inputs)["sequence_output"].numpy(), items=batch)
+
+
+def _rows(timings: dict, unit_digits: int) -> list[list[str]]:
+    default = timings[DEFAULT].median
+    return [[name, rate_cell(t, unit_digits), f"{default / t.median:.2f}"] for name, t in timings.items()]
+
+
+def run(settings: Settings) -> BenchmarkResult:
+    mini = dataclasses.replace(settings.config("mini"), hidden_act="gelu_tanh")
+    features = pretraining_features(mini)
+    variants = [DEFAULT, *REPLACEMENTS, "keras.optimizers.AdamW", "whole step with XLA"]
+    training = interleaved([pretraining_contender(v, mini, features) for v in variants], settings.rounds,
+                           max_seconds=settings.max_seconds, description="techniques: pre-training")
+    base = bert_tf.BertModel(dataclasses.replace(settings.config("base"), hidden_act="gelu_tanh"))
+    batch = 2 if settings.quick else 8
+    inference = interleaved([inference_contender(v, base, batch) for v in (DEFAULT, "attention as einsums")],
+                            settings.rounds, max_seconds=settings.max_seconds, description="techniques: inference")
+    keras.backend.clear_session()
+    markdown = "\n\n".join([
+        f"## Speed techniques, one at a time{' (quick: tiny models)' if settings.quick else ''}",
+        "Each row replaces one technique of bert_tf by what it replaced (re-created in `benchmarks/techniques.py`); "
+        "\"as it is ÷ this\" above 1 is what the technique gains. Medians (25th–75th percentile) of interleaved "
+        "rounds after a warm-up call.",
+        f"### Pre-training step, `mini` (L{mini.num_hidden_layers} H{mini.hidden_size}), batch {BATCH_SIZE}, "
+        f"seq {SEQ_LENGTH}, {PREDICTIONS} predictions, float32, {STEPS_PER_CALL} `train_on_batch` steps per call",
+        markdown_table(["variant", "tokens/s", "as it is ÷ this"], _rows(training, 0)),
+        f"### Encoder inference, BERT-base, batch {batch}, seq {SEQ_LENGTH}, float32 (`inference_function`)",
+        markdown_table(["variant", "sequences/s", "as it is ÷ this"], _rows(inference, 2)),
+    ])
+    data = {"pretraining": {n: t.summary() for n, t in training.items()},
+            "inference": {n: t.summary() for n, t in inference.items()}, "inference_batch": batch}
+    return BenchmarkResult(NAME, markdown, data)
