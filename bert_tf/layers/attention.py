@@ -61,8 +61,8 @@ class SelfAttention(keras.layers.Layer):
         query = self._split_heads(self.query(tokens) * (1.0 / math.sqrt(self.config.head_size)), batch, seq)
         key = self._split_heads(self.key(tokens), batch, seq)
         value = self._split_heads(self.value(tokens), batch, seq)
-        # Heads first, then plain batched matrix multiplies: with oneDNN, attention's forward and backward
-        # pass run 1.3-1.5x faster than as the same products written as einsums (measured for mini and base).
+        # Heads first, then plain batched matrix multiplies: with oneDNN they run faster than the same
+        # products written as einsums (a mini pre-training step 4% faster; benchmarks/techniques.py).
         scores = tf.matmul(query, key, transpose_b=True)
         probs = tf.nn.softmax(tf.cast(scores, tf.float32) + padding_bias(input_mask), axis=-1)
         dropped = self.probs_dropout(tf.cast(probs, self.compute_dtype), training=training)
