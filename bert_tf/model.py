@@ -73,6 +73,20 @@ class BertModel(keras.Model):
             outputs["attention_probs"] = attention_probs
         return outputs
 
+    def encode_at_positions(self, inputs, positions, training=None):
+        """The last block's output at int `positions` [batch, n] only: [batch, n, hidden].
+
+        Equal to gathering `sequence_output` at `positions`, but the last block computes just
+        those rows (they still attend to every token). Pre-training reads the encoder only at
+        [CLS] and the masked positions, so this saves most of a block's work.
+        """
+        word_ids, mask, type_ids = self._checked_inputs(inputs)
+        hidden_states = self.embeddings(word_ids, type_ids, training=training)
+        for block in self.blocks[:-1]:
+            hidden_states, _ = block(hidden_states, mask, training=training)
+        outputs, _ = self.blocks[-1](hidden_states, mask, training=training, positions=tf.cast(positions, tf.int32))
+        return outputs
+
     def _checked_inputs(self, inputs):
         """The three id tensors as int32, after clear checks of names, shapes and id ranges."""
         if not isinstance(inputs, dict) or "input_word_ids" not in inputs:

@@ -107,11 +107,16 @@ class BertPretrainer(keras.Model):
         self.nsp_accuracy_tracker = keras.metrics.Mean(name="nsp_accuracy")
 
     def call(self, inputs, training=None):
-        encoded = self.encoder({name: inputs[name] for name in INPUT_NAMES if name in inputs}, training=training)
+        # The heads read the encoder at [CLS] (through the pooler) and at the masked positions only,
+        # so the last block computes just those rows (`BertModel.encode_at_positions`).
+        masked_positions = tf.cast(inputs["masked_lm_positions"], tf.int32)
+        positions = tf.concat([tf.zeros_like(masked_positions[:, :1]), masked_positions], axis=1)
+        encoder_inputs = {name: inputs[name] for name in INPUT_NAMES if name in inputs}
+        states = self.encoder.encode_at_positions(encoder_inputs, positions, training=training)
         word_embeddings = self.encoder.embeddings.word_embeddings.embeddings
         return {
-            "mlm_logits": self.masked_lm(encoded["sequence_output"], inputs["masked_lm_positions"], word_embeddings),
-            "nsp_logits": self.next_sentence(encoded["pooled_output"]),
+            "mlm_logits": self.masked_lm(states[:, 1:], word_embeddings),
+            "nsp_logits": self.next_sentence(self.encoder.pooler(states[:, 0])),
         }
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):

@@ -29,6 +29,13 @@ def test_output_shapes(model):
     np.testing.assert_array_equal(outputs["encoder_outputs"][-1], outputs["sequence_output"])
 
 
+def test_encode_at_positions_equals_the_gathered_sequence_output(model):
+    positions = np.array([[0, 3, 3, 1], [0, 2, 1, 4]], np.int32)  # repeats, and a padded position
+    full = model(batch())["sequence_output"]
+    np.testing.assert_allclose(model.encode_at_positions(batch(), positions),
+                               tf.gather(full, positions, batch_dims=1), atol=1e-6)
+
+
 def test_attention_rows_sum_to_one_and_ignore_padding(model):
     probs = model(batch(), output_attentions=True)["attention_probs"][0].numpy()
     np.testing.assert_allclose(probs.sum(-1), 1.0, atol=1e-6)

@@ -47,18 +47,24 @@ class SelfAttention(keras.layers.Layer):
         heads = tf.reshape(x, [batch, seq, self.config.num_attention_heads, self.config.head_size])
         return tf.transpose(heads, [0, 2, 1, 3])
 
-    def call(self, hidden_states, input_mask, training=None):
-        """Returns (output [batch, seq, hidden], probabilities [batch, heads, seq, seq]).
+    def call(self, hidden_states, input_mask, training=None, query_states=None):
+        """Returns (output [batch, queries, hidden], probabilities [batch, heads, queries, seq]).
 
         `input_mask` is the integer [batch, seq] padding mask (1 = real token): passed as
-        integers, it is never auto-cast to float16 under mixed precision.
+        integers, it is never auto-cast to float16 under mixed precision. `query_states`
+        [batch, queries, hidden] (default: `hidden_states`) are the rows that attend to all
+        of `hidden_states`, e.g. only those whose output is needed.
         """
+        if query_states is None:
+            query_states = hidden_states
         batch, seq = tf.shape(hidden_states)[0], tf.shape(hidden_states)[1]
         # The projections act on each token alone: as one 2-D [batch·seq, hidden] matrix multiply,
         # which oneDNN runs with the bias add fused in (a 3-D input would add it in a separate pass).
         tokens = tf.reshape(hidden_states, [-1, self.config.hidden_size])
+        query_tokens = tf.reshape(query_states, [-1, self.config.hidden_size])
         # Scaling the queries first is the same product as scaling the scores, on fewer numbers.
-        query = self._split_heads(self.query(tokens) * (1.0 / math.sqrt(self.config.head_size)), batch, seq)
+        query = self._split_heads(self.query(query_tokens) * (1.0 / math.sqrt(self.config.head_size)), batch,
+                                  tf.shape(query_states)[1])
         key = self._split_heads(self.key(tokens), batch, seq)
         value = self._split_heads(self.value(tokens), batch, seq)
         # Heads first, then plain batched matrix multiplies: with oneDNN they run faster than the same
@@ -68,7 +74,7 @@ class SelfAttention(keras.layers.Layer):
         dropped = self.probs_dropout(tf.cast(probs, self.compute_dtype), training=training)
         context = tf.transpose(tf.matmul(dropped, value), [0, 2, 1, 3])
         context = tf.reshape(context, [-1, self.config.hidden_size])
-        return tf.reshape(self.output_dense(context), tf.shape(hidden_states)), probs
+        return tf.reshape(self.output_dense(context), tf.shape(query_states)), probs
 
     def google_weights(self) -> dict:
         """Variables under Google's names (after `bert/encoder/layer_N/attention/`)."""

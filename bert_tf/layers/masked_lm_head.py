@@ -10,8 +10,8 @@ from bert_tf.layers.activations import ACTIVATIONS
 class MaskedLMHead(keras.layers.Layer):
     """dense + activation + LayerNorm, then logits through the (tied) word-embedding matrix plus a bias.
 
-    Only the `max_predictions_per_seq` gathered positions are projected onto the
-    vocabulary: for seq 128 with 20 predictions that is 6x less work than projecting
+    It takes the encoder's outputs at the masked positions only: for seq 128 with 20
+    predictions, projecting those onto the vocabulary is 6x less work than projecting
     every position.
     """
 
@@ -32,17 +32,17 @@ class MaskedLMHead(keras.layers.Layer):
         self.output_bias = self.add_weight(name="output_bias", shape=(self.config.vocab_size,), initializer="zeros")
         self.built = True
 
-    def call(self, sequence_output, masked_positions, word_embeddings):
-        """[batch, seq, hidden], [batch, predictions], [vocab, hidden] → float32 logits [batch, predictions, vocab]."""
-        gathered = tf.gather(sequence_output, tf.cast(masked_positions, tf.int32), batch_dims=1)
+    def call(self, masked_states, word_embeddings):
+        """Encoder outputs at the masked positions [batch, predictions, hidden], [vocab, hidden] → float32
+        logits [batch, predictions, vocab]."""
         # As one [batch·predictions, hidden] matrix, the vocabulary projection and its gradient for the
         # embeddings are single matrix multiplies; a batched multiply against the shared matrix would
         # make a [vocab, hidden] gradient per example and then sum them (several times slower).
-        rows = tf.reshape(gathered, [-1, self.config.hidden_size])
+        rows = tf.reshape(masked_states, [-1, self.config.hidden_size])
         transformed = self.layer_norm(self.dense(rows))
         logits = tf.matmul(transformed, tf.cast(word_embeddings, tf.float32), transpose_b=True)
         logits = logits + tf.cast(self.output_bias, tf.float32)
-        return tf.reshape(logits, tf.concat([tf.shape(masked_positions), [self.config.vocab_size]], axis=0))
+        return tf.reshape(logits, tf.concat([tf.shape(masked_states)[:2], [self.config.vocab_size]], axis=0))
 
     def google_weights(self) -> dict:
         """Variables under Google's names (after `cls/predictions/`)."""

@@ -43,11 +43,17 @@ class TransformerBlock(keras.layers.Layer):
     def _add_and_normalize(self, residual, update, layer_norm):
         return tf.cast(layer_norm(tf.cast(residual, tf.float32) + tf.cast(update, tf.float32)), self.compute_dtype)
 
-    def call(self, hidden_states, input_mask, training=None):
-        """Returns (output [batch, seq, hidden], attention probabilities [batch, heads, seq, seq])."""
-        attended, probs = self.attention(hidden_states, input_mask, training=training)
+    def call(self, hidden_states, input_mask, training=None, positions=None):
+        """Returns (output [batch, seq, hidden], attention probabilities [batch, heads, seq, seq]).
+
+        With int `positions` [batch, n], only the outputs at those positions are computed (they
+        still attend to every token): output [batch, n, hidden], probabilities [batch, heads, n, seq].
+        """
+        queries = None if positions is None else tf.gather(hidden_states, positions, batch_dims=1)
+        attended, probs = self.attention(hidden_states, input_mask, training=training, query_states=queries)
         attended = self.attention_dropout(attended, training=training)
-        hidden_states = self._add_and_normalize(hidden_states, attended, self.attention_layer_norm)
+        residual = hidden_states if queries is None else queries
+        hidden_states = self._add_and_normalize(residual, attended, self.attention_layer_norm)
         # Feed-forward on each token alone, as 2-D matrix multiplies: oneDNN fuses the bias and GELU into them.
         tokens = tf.reshape(hidden_states, [-1, self.config.hidden_size])
         transformed = tf.reshape(self.output_dense(self.intermediate(tokens)), tf.shape(hidden_states))
