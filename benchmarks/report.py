@@ -20,6 +20,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from bert_tf.checkpoints.pretrained import file_creation_mask
+
 BENCHMARKS_DIR = Path(__file__).resolve().parent
 RESULTS_MD = BENCHMARKS_DIR / "RESULTS.md"
 RESULTS_JSON_DIR = BENCHMARKS_DIR / "results"
@@ -53,19 +55,13 @@ def _write_atomically(path: Path, content: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, staging = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        os.chmod(staging, 0o666 & ~_umask())  # mkstemp's file is private to its owner; these are shared results
+        os.chmod(staging, 0o666 & ~file_creation_mask())  # mkstemp makes it owner-only; results are shared
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(content)
         os.replace(staging, path)
     except BaseException:
         Path(staging).unlink(missing_ok=True)
         raise
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)  # reading the mask means setting it: set it back at once
-    os.umask(mask)
-    return mask
 
 
 def write_result(result: BenchmarkResult, results_md: Path = RESULTS_MD, json_dir: Path = RESULTS_JSON_DIR) -> None:

@@ -16,6 +16,8 @@ Example:
 
 from __future__ import annotations
 
+import abc
+
 import keras
 
 from bert_tf.model import BertModel
@@ -25,7 +27,7 @@ def _is_auto(value) -> bool:
     return isinstance(value, str) and value == "auto"
 
 
-class BertTaskModel(keras.Model):
+class BertTaskModel(keras.Model, metaclass=abc.ABCMeta):
     """A Keras model made of a `BertModel` (`encoder`) and a task head."""
 
     def __init__(self, encoder: BertModel, **kwargs):
@@ -38,13 +40,13 @@ class BertTaskModel(keras.Model):
         """The encoder's own weight initializer, for the head's dense layer."""
         return keras.initializers.TruncatedNormal(stddev=self.encoder.config.initializer_range)
 
+    @abc.abstractmethod
     def default_loss(self):
         """The loss this task trains with (what `compile(loss="auto")` uses)."""
-        raise NotImplementedError(f"{type(self).__name__} must define default_loss().")
 
+    @abc.abstractmethod
     def default_metrics(self):
         """The metrics `compile(metrics="auto")` uses."""
-        raise NotImplementedError(f"{type(self).__name__} must define default_metrics().")
 
     def compile(self, optimizer, loss="auto", metrics="auto", **kwargs):
         """`keras.Model.compile`, where `loss="auto"` and `metrics="auto"` mean this task's defaults."""

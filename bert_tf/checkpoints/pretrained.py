@@ -151,7 +151,7 @@ def save_pretrained(model, out_dir: str | Path, vocab_file=None, lower_case: boo
     try:
         # mkdtemp makes the directory private (0700); give it the permissions of a plain mkdir, so that
         # a server running as another user (TF Serving in Docker) can read the model.
-        staging.chmod(0o777 & ~_umask())
+        staging.chmod(0o777 & ~file_creation_mask())
         model.save(staging / MODEL_FILE)
         if vocab_file is not None:
             shutil.copyfile(vocab_file, staging / "vocab.txt")
@@ -167,7 +167,7 @@ def save_pretrained(model, out_dir: str | Path, vocab_file=None, lower_case: boo
     return out
 
 
-def _umask() -> int:
+def file_creation_mask() -> int:
     """This process's file-creation mask (reading it means setting it, so it is set back at once)."""
     mask = os.umask(0o022)
     os.umask(mask)
