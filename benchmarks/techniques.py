@@ -1,12 +1,14 @@
 """What each speed technique of bert_tf is worth: the same step with one technique swapped for the usual way.
 
-Pre-training step of `mini` (batch 32, seq 128, 20 predictions, float32, bert_tf's AdamW) and
-BERT-base inference at batch 8, each technique replaced in turn by what it replaced:
+Pre-training step of `mini` (batch 32, seq 128, 20 predictions, float32, bert_tf's AdamW),
+BERT-base inference at batch 8, and a BERT-base classifier on batches of short texts (32 x 32
+tokens, as SST-2's), each technique replaced in turn by what it replaced:
 - attention as heads-first batched matrix multiplies → the same products written as einsums;
 - `bert_tf.layers.Dropout` (16 random bits per element) → `keras.layers.Dropout`;
 - the MLM cross-entropy fused by XLA → `tf.nn.sparse_softmax_cross_entropy_with_logits`;
 - `bert_tf.optimization.AdamW` (one fused kernel per variable) → `keras.optimizers.AdamW`;
-- the last block computed only at [CLS] and the masked positions → the whole last block, then a gather;
+- the last block computed only at the positions the heads read ([CLS] and the masked positions
+  in pre-training, [CLS] in `BertClassifier`) → the whole last block, then a gather;
 and, for context, the whole training step compiled with XLA (`compile(jit_compile=True)`).
 The replaced versions are re-created here, while each model is built and traced; the
 contenders run interleaved, so the ratios hold on a busy machine.
@@ -69,6 +71,12 @@ def full_last_block(self, inputs, training=None):
             "nsp_logits": self.next_sentence(encoded["pooled_output"])}
 
 
+def full_encoder_classifier(self, inputs, training=None):
+    """`BertClassifier.call` reading `pooled_output` from the whole encoder."""
+    pooled = self.encoder(inputs, training=training)["pooled_output"]
+    return self.classifier(self.dropout(pooled, training=training))
+
+
 def sparse_cross_entropy(labels, logits):
     return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.cast(labels, tf.int32), logits=logits)
 
@@ -80,7 +88,8 @@ REPLACEMENTS = {
                              for module in (attention_module, embeddings_module, block_module)],
     "tf.nn.sparse_softmax_cross_entropy_with_logits": [(pretrainer_module, "vocabulary_cross_entropy",
                                                         sparse_cross_entropy)],
-    "whole last block": [(pretrainer_module.BertPretrainer, "call", full_last_block)],
+    "whole last block": [(pretrainer_module.BertPretrainer, "call", full_last_block),
+                         (bert_tf.BertClassifier, "call", full_encoder_classifier)],
 }
 
 
@@ -126,13 +135,15 @@ def pretraining_contender(variant: str, config: bert_tf.BertConfig, features: di
     return Contender(variant, train, items=STEPS_PER_CALL * BATCH_SIZE * SEQ_LENGTH)
 
 
-def inference_contender(variant: str, model: bert_tf.BertModel, batch: int) -> Contender:
-    ids = tf.constant(np.random.default_rng(0).integers(5, model.config.vocab_size, (batch, SEQ_LENGTH)), tf.int32)
+def inference_contender(variant: str, model: keras.Model, batch: int, seq_length: int, output: str | None) -> Contender:
+    """`model` on random ids [batch, seq_length]; `output` names the tensor to fetch from a dict of outputs."""
+    vocab_size = (model if isinstance(model, bert_tf.BertModel) else model.encoder).config.vocab_size
+    ids = tf.constant(np.random.default_rng(0).integers(5, vocab_size, (batch, seq_length)), tf.int32)
     inputs = {"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": tf.zeros_like(ids)}
     with replaced(variant):
         run = inference_function(model)
         run(inputs)  # traced here
-    return Contender(variant, lambda: run(inputs)["sequence_output"].numpy(), items=batch)
+    return Contender(variant, lambda: (run(inputs)[output] if output else run(inputs)).numpy(), items=batch)
 
 
 def _rows(timings: dict, unit_digits: int) -> list[list[str]]:
@@ -148,8 +159,14 @@ def run(settings: Settings) -> BenchmarkResult:
                            max_seconds=settings.max_seconds, description="techniques: pre-training")
     base = bert_tf.BertModel(dataclasses.replace(settings.config("base"), hidden_act="gelu_tanh"))
     batch = 2 if settings.quick else 8
-    inference = interleaved([inference_contender(v, base, batch) for v in (DEFAULT, "attention as einsums")],
+    inference = interleaved([inference_contender(v, base, batch, SEQ_LENGTH, "sequence_output")
+                             for v in (DEFAULT, "attention as einsums")],
                             settings.rounds, max_seconds=settings.max_seconds, description="techniques: inference")
+    classifier = bert_tf.BertClassifier(base, num_classes=2)
+    short_batch = (4, 8) if settings.quick else (32, 32)
+    classification = interleaved([inference_contender(v, classifier, *short_batch, None)
+                                  for v in (DEFAULT, "whole last block")],
+                                 settings.rounds, max_seconds=settings.max_seconds, description="techniques: classifier")
     keras.backend.clear_session()
     markdown = "\n\n".join([
         f"## Speed techniques, one at a time{' (quick: tiny models)' if settings.quick else ''}",
@@ -161,7 +178,10 @@ def run(settings: Settings) -> BenchmarkResult:
         markdown_table(["variant", "tokens/s", "as it is ÷ this"], _rows(training, 0)),
         f"### Encoder inference, BERT-base, batch {batch}, seq {SEQ_LENGTH}, float32 (`inference_function`)",
         markdown_table(["variant", "sequences/s", "as it is ÷ this"], _rows(inference, 2)),
+        f"### BertClassifier inference, BERT-base, batch {short_batch[0]}, seq {short_batch[1]}, float32",
+        markdown_table(["variant", "sequences/s", "as it is ÷ this"], _rows(classification, 2)),
     ])
     data = {"pretraining": {n: t.summary() for n, t in training.items()},
-            "inference": {n: t.summary() for n, t in inference.items()}, "inference_batch": batch}
+            "inference": {n: t.summary() for n, t in inference.items()}, "inference_batch": batch,
+            "classifier": {n: t.summary() for n, t in classification.items()}, "classifier_batch": list(short_batch)}
     return BenchmarkResult(NAME, markdown, data)

@@ -13,8 +13,8 @@ batch 32, sequence length 128, float32:
   corpus (cached, so that this measures the training step; `benchmarks.pipelines` measures
   the pipeline): bert_tf `BertPretrainer` (masked LM + next sentence, vocabulary
   projection only at the 20 masked positions) and KerasHub `BertMaskedLM` (masked LM only,
-  also only at the masked positions); and, not float32 and so outside the comparison, bert_tf
-  under `mixed_bfloat16` (this CPU has bfloat16 units). Tokens/s counts all 128 positions.
+  also only at the masked positions); and, not float32 and so outside the float32 comparison,
+  both under `mixed_bfloat16` (this CPU has bfloat16 units). Tokens/s counts all 128 positions.
 Each timed call is a fixed number of `train_on_batch` steps (the compiled step `fit` runs) on
 the next batches of one long-lived iterator per contender. Skipped when the team data is absent.
 
@@ -48,6 +48,7 @@ KERAS_HUB_CLASSIFIER = "KerasHub BertTextClassifier (sequence_length=128)"
 OURS_PRETRAINER = "bert_tf BertPretrainer (MLM + NSP)"
 OURS_PRETRAINER_BF16 = "bert_tf BertPretrainer, mixed_bfloat16 (not float32)"
 KERAS_HUB_MLM = "KerasHub BertMaskedLM (MLM)"
+KERAS_HUB_MLM_BF16 = "KerasHub BertMaskedLM, mixed_bfloat16 (not float32)"
 # SST-2 batches tokenized once and cycled through (tokenization speed is `benchmarks.pipelines`' subject).
 DISTINCT_BATCHES = 64
 # Training steps per timed call, by preset (about 1-6 s each on 2 cores).
@@ -120,19 +121,24 @@ def pretraining_contenders(config, batches: list[dict], steps: int) -> list[Cont
     """bert_tf `BertPretrainer` and KerasHub `BertMaskedLM` with the same encoder weights, `steps` steps per call."""
     import keras_hub
 
-    backbone = keras_hub_backbone(config)
-    hub = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
-    hub.compile(optimizer=_optimizer(ours=False), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                weighted_metrics=["accuracy"])
-    ours = bert_tf.BertPretrainer(bert_tf.from_pretrained(backbone))
+    def masked_lm():
+        model = keras_hub.models.BertMaskedLM(keras_hub_backbone(config), preprocessor=None)
+        model.compile(optimizer=_optimizer(ours=False), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      weighted_metrics=["accuracy"])
+        return model
+
+    hub = masked_lm()
+    ours = bert_tf.BertPretrainer(bert_tf.from_pretrained(hub.backbone))
     ours.compile(optimizer=_optimizer(ours=True))
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     try:
         ours_bf16 = bert_tf.BertPretrainer(bert_tf.BertModel(ours.encoder.config))
+        hub_bf16 = masked_lm()
     finally:
         keras.mixed_precision.set_global_policy("float32")
     ours_bf16.set_weights(ours.get_weights())
     ours_bf16.compile(optimizer=_optimizer(ours=True))
+    hub_bf16.set_weights(hub.get_weights())
     features = tf.data.Dataset.from_tensor_slices({name: np.concatenate([b[name] for b in batches]) for name in batches[0]})
     features = features.batch(BATCH_SIZE, drop_remainder=True)
     hub_features = features.map(lambda f: (
@@ -144,6 +150,7 @@ def pretraining_contenders(config, batches: list[dict], steps: int) -> list[Cont
         Contender(OURS_PRETRAINER, _train(ours, features.map(lambda f: (f,)), steps), items=tokens),
         Contender(KERAS_HUB_MLM, _train(hub, hub_features, steps), items=tokens),
         Contender(OURS_PRETRAINER_BF16, _train(ours_bf16, features.map(lambda f: (f,)), steps), items=tokens),
+        Contender(KERAS_HUB_MLM_BF16, _train(hub_bf16, hub_features, steps), items=tokens),
     ]
 
 
@@ -183,5 +190,5 @@ def run(settings: Settings) -> BenchmarkResult:
     sections.insert(1, "Medians (25th–75th percentile) of interleaved rounds after a warm-up call; `train_on_batch` "
                        "on a long-lived iterator per contender (the step `fit` compiles); same optimizer settings "
                        f"(AdamW, lr {LEARNING_RATE}, Keras' defaults; bert_tf's AdamW applies Keras' update rule fused "
-                       "into one kernel per variable), batch {BATCH_SIZE}, sequence length {SEQ_LENGTH}, float32.")
+                       f"into one kernel per variable), batch {BATCH_SIZE}, sequence length {SEQ_LENGTH}, float32.")
     return BenchmarkResult(NAME, "\n\n".join(sections), data)

@@ -74,7 +74,7 @@ class BertClassifier(BertTaskModel):
         self.built = True
 
     def call(self, inputs, training=None):
-        pooled = self.encoder(inputs, training=training)["pooled_output"]
+        pooled = self.encoder.pooled_output(inputs, training=training)
         return self.classifier(self.dropout(pooled, training=training))
 
     def default_loss(self) -> keras.losses.Loss:

@@ -80,11 +80,24 @@ class BertModel(keras.Model):
         those rows (they still attend to every token). Pre-training reads the encoder only at
         [CLS] and the masked positions, so this saves most of a block's work.
         """
-        word_ids, mask, type_ids = self._checked_inputs(inputs)
+        return self._encode_at(self._checked_inputs(inputs), tf.cast(positions, tf.int32), training)
+
+    def pooled_output(self, inputs, training=None):
+        """`pooled_output` alone, [batch, hidden]: the last block computes only the [CLS] row.
+
+        Equal to `model(inputs)["pooled_output"]`, for heads that read nothing else
+        (`BertClassifier`): it saves most of the last block's work.
+        """
+        checked_inputs = self._checked_inputs(inputs)
+        cls_position = tf.zeros_like(checked_inputs[0][:, :1])
+        return self.pooler(self._encode_at(checked_inputs, cls_position, training)[:, 0])
+
+    def _encode_at(self, checked_inputs, positions, training):
+        word_ids, mask, type_ids = checked_inputs
         hidden_states = self.embeddings(word_ids, type_ids, training=training)
         for block in self.blocks[:-1]:
             hidden_states, _ = block(hidden_states, mask, training=training)
-        outputs, _ = self.blocks[-1](hidden_states, mask, training=training, positions=tf.cast(positions, tf.int32))
+        outputs, _ = self.blocks[-1](hidden_states, mask, training=training, positions=positions)
         return outputs
 
     def _checked_inputs(self, inputs):

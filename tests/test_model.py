@@ -36,6 +36,16 @@ def test_encode_at_positions_equals_the_gathered_sequence_output(model):
                                tf.gather(full, positions, batch_dims=1), atol=1e-6)
 
 
+def test_pooled_output_alone_equals_the_full_call(model):
+    only_word_ids = {"input_word_ids": batch()["input_word_ids"]}
+    for inputs in (batch(), only_word_ids):
+        np.testing.assert_allclose(model.pooled_output(inputs), model(inputs)["pooled_output"], atol=1e-6)
+    graph = tf.function(model.pooled_output)(batch())
+    np.testing.assert_allclose(graph, model(batch())["pooled_output"], atol=1e-6)
+    with pytest.raises(ValueError, match="takes a dict"):
+        model.pooled_output(batch()["input_word_ids"])
+
+
 def test_attention_rows_sum_to_one_and_ignore_padding(model):
     probs = model(batch(), output_attentions=True)["attention_probs"][0].numpy()
     np.testing.assert_allclose(probs.sum(-1), 1.0, atol=1e-6)
