@@ -1,14 +1,16 @@
 """What each speed technique of bert_tf is worth: the same step with one technique swapped for the usual way.
 
 Pre-training step of `mini` (batch 32, seq 128, 20 predictions, float32, bert_tf's AdamW),
-BERT-base inference at batch 8, and a BERT-base classifier on batches of short texts (32 x 32
-tokens, as SST-2's), each technique replaced in turn by what it replaced:
+BERT-base inference at batch 8, and a BERT-base classifier on a batch of short texts (32 texts
+of 8 to 32 tokens, padded to 32), each technique replaced in turn by what it replaced:
 - attention as heads-first batched matrix multiplies → the same products written as einsums;
 - `bert_tf.layers.Dropout` (16 random bits per element) → `keras.layers.Dropout`;
 - the MLM cross-entropy fused by XLA → `tf.nn.sparse_softmax_cross_entropy_with_logits`;
 - `bert_tf.optimization.AdamW` (one fused kernel per variable) → `keras.optimizers.AdamW`;
 - the last block computed only at the positions the heads read ([CLS] and the masked positions
   in pre-training, [CLS] in `BertClassifier`) → the whole last block, then a gather;
+- `BertClassifier` at inference running the blocks on the real tokens' rows only (`TokenRows`)
+  → the blocks on the padded grid;
 and, for context, the whole training step compiled with XLA (`compile(jit_compile=True)`).
 The replaced versions are re-created here, while each model is built and traced; the
 contenders run interleaved, so the ratios hold on a busy machine.
@@ -43,10 +45,13 @@ NAME = "techniques"
 BATCH_SIZE, SEQ_LENGTH, PREDICTIONS = 32, 128, 20
 STEPS_PER_CALL = 2
 DEFAULT = "bert_tf as it is"
+PADDED_GRID = "blocks on the padded grid"  # inference only: not a pre-training variant
 
 
-def einsum_attention(self, hidden_states, input_mask, training=None, query_states=None):
-    """`SelfAttention.call` with the attention products written as einsums (bert_tf before this change)."""
+def einsum_attention(self, hidden_states, input_mask, training=None, query_states=None, token_rows=None):
+    """`SelfAttention.call` with the attention products written as einsums (bert_tf before this change).
+
+    On the padded grid only (`token_rows` None): the variants using it call `BertModel` itself."""
     query_states = hidden_states if query_states is None else query_states
     batch, seq, queries = tf.shape(hidden_states)[0], tf.shape(hidden_states)[1], tf.shape(query_states)[1]
     heads, size, hidden = self.config.num_attention_heads, self.config.head_size, self.config.hidden_size
@@ -77,6 +82,13 @@ def full_encoder_classifier(self, inputs, training=None):
     return self.classifier(self.dropout(pooled, training=training))
 
 
+def padded_pooled_output(self, inputs, training=None):
+    """`BertModel.pooled_output` running every block on the padded grid, padding included."""
+    checked_inputs = self._checked_inputs(inputs)
+    cls_position = tf.zeros_like(checked_inputs[0][:, :1])
+    return self.pooler(self._encode_at(checked_inputs, cls_position, training, skip_padding=False)[:, 0])
+
+
 def sparse_cross_entropy(labels, logits):
     return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.cast(labels, tf.int32), logits=logits)
 
@@ -90,6 +102,7 @@ REPLACEMENTS = {
                                                         sparse_cross_entropy)],
     "whole last block": [(pretrainer_module.BertPretrainer, "call", full_last_block),
                          (bert_tf.BertClassifier, "call", full_encoder_classifier)],
+    PADDED_GRID: [(bert_tf.BertModel, "pooled_output", padded_pooled_output)],
 }
 
 
@@ -135,15 +148,18 @@ def pretraining_contender(variant: str, config: bert_tf.BertConfig, features: di
     return Contender(variant, train, items=STEPS_PER_CALL * BATCH_SIZE * SEQ_LENGTH)
 
 
-def inference_contender(variant: str, model: keras.Model, batch: int, seq_length: int, output: str | None) -> Contender:
-    """`model` on random ids [batch, seq_length]; `output` names the tensor to fetch from a dict of outputs."""
+def inference_contender(variant: str, model: keras.Model, lengths: list[int], seq_length: int,
+                        output: str | None) -> Contender:
+    """`model` on random ids of `lengths` tokens padded to `seq_length`; `output` names the tensor to fetch
+    from a dict of outputs."""
     vocab_size = (model if isinstance(model, bert_tf.BertModel) else model.encoder).config.vocab_size
-    ids = tf.constant(np.random.default_rng(0).integers(5, vocab_size, (batch, seq_length)), tf.int32)
-    inputs = {"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": tf.zeros_like(ids)}
+    mask = (np.arange(seq_length)[None, :] < np.array(lengths)[:, None]).astype(np.int32)
+    ids = tf.constant(np.random.default_rng(0).integers(5, vocab_size, mask.shape) * mask, tf.int32)
+    inputs = {"input_word_ids": ids, "input_mask": tf.constant(mask), "input_type_ids": tf.zeros_like(ids)}
     with replaced(variant):
         run = inference_function(model)
         run(inputs)  # traced here
-    return Contender(variant, lambda: (run(inputs)[output] if output else run(inputs)).numpy(), items=batch)
+    return Contender(variant, lambda: (run(inputs)[output] if output else run(inputs)).numpy(), items=len(lengths))
 
 
 def _rows(timings: dict, unit_digits: int) -> list[list[str]]:
@@ -154,18 +170,19 @@ def _rows(timings: dict, unit_digits: int) -> list[list[str]]:
 def run(settings: Settings) -> BenchmarkResult:
     mini = dataclasses.replace(settings.config("mini"), hidden_act="gelu_tanh")
     features = pretraining_features(mini)
-    variants = [DEFAULT, *REPLACEMENTS, "keras.optimizers.AdamW", "whole step with XLA"]
+    variants = [DEFAULT, *(v for v in REPLACEMENTS if v != PADDED_GRID), "keras.optimizers.AdamW", "whole step with XLA"]
     training = interleaved([pretraining_contender(v, mini, features) for v in variants], settings.rounds,
                            max_seconds=settings.max_seconds, description="techniques: pre-training")
     base = bert_tf.BertModel(dataclasses.replace(settings.config("base"), hidden_act="gelu_tanh"))
     batch = 2 if settings.quick else 8
-    inference = interleaved([inference_contender(v, base, batch, SEQ_LENGTH, "sequence_output")
+    inference = interleaved([inference_contender(v, base, [SEQ_LENGTH] * batch, SEQ_LENGTH, "sequence_output")
                              for v in (DEFAULT, "attention as einsums")],
                             settings.rounds, max_seconds=settings.max_seconds, description="techniques: inference")
     classifier = bert_tf.BertClassifier(base, num_classes=2)
-    short_batch = (4, 8) if settings.quick else (32, 32)
-    classification = interleaved([inference_contender(v, classifier, *short_batch, None)
-                                  for v in (DEFAULT, "whole last block")],
+    texts, short = (4, 8) if settings.quick else (32, 32)
+    lengths = np.random.default_rng(0).integers(short // 4, short + 1, texts).tolist()
+    classification = interleaved([inference_contender(v, classifier, lengths, short, None)
+                                  for v in (DEFAULT, PADDED_GRID, "whole last block")],
                                  settings.rounds, max_seconds=settings.max_seconds, description="techniques: classifier")
     keras.backend.clear_session()
     markdown = "\n\n".join([
@@ -178,10 +195,12 @@ def run(settings: Settings) -> BenchmarkResult:
         markdown_table(["variant", "tokens/s", "as it is ÷ this"], _rows(training, 0)),
         f"### Encoder inference, BERT-base, batch {batch}, seq {SEQ_LENGTH}, float32 (`inference_function`)",
         markdown_table(["variant", "sequences/s", "as it is ÷ this"], _rows(inference, 2)),
-        f"### BertClassifier inference, BERT-base, batch {short_batch[0]}, seq {short_batch[1]}, float32",
+        f"### BertClassifier inference, BERT-base, {texts} texts of {min(lengths)}–{max(lengths)} tokens "
+        f"({np.mean(lengths):.1f} on average) padded to {short}, float32",
+        "\"whole last block\" also runs the blocks on the padded grid.",
         markdown_table(["variant", "sequences/s", "as it is ÷ this"], _rows(classification, 2)),
     ])
     data = {"pretraining": {n: t.summary() for n, t in training.items()},
             "inference": {n: t.summary() for n, t in inference.items()}, "inference_batch": batch,
-            "classifier": {n: t.summary() for n, t in classification.items()}, "classifier_batch": list(short_batch)}
+            "classifier": {n: t.summary() for n, t in classification.items()}, "classifier_lengths": lengths}
     return BenchmarkResult(NAME, markdown, data)

@@ -17,7 +17,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.config import BertConfig
-from bert_tf.layers import BertEmbeddings, TransformerBlock
+from bert_tf.layers import BertEmbeddings, TokenRows, TransformerBlock
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -80,24 +80,32 @@ class BertModel(keras.Model):
         those rows (they still attend to every token). Pre-training reads the encoder only at
         [CLS] and the masked positions, so this saves most of a block's work.
         """
-        return self._encode_at(self._checked_inputs(inputs), tf.cast(positions, tf.int32), training)
+        return self._encode_at(self._checked_inputs(inputs), tf.cast(positions, tf.int32), training, skip_padding=False)
 
     def pooled_output(self, inputs, training=None):
         """`pooled_output` alone, [batch, hidden]: the last block computes only the [CLS] row.
 
-        Equal to `model(inputs)["pooled_output"]`, for heads that read nothing else
-        (`BertClassifier`): it saves most of the last block's work.
+        Equal to `model(inputs)["pooled_output"]` (for sequences with a real token), for heads
+        that read nothing else (`BertClassifier`): it saves most of the last block's work, and
+        at inference the work of every padded position (the blocks run on the real tokens
+        only, `TokenRows`).
         """
         checked_inputs = self._checked_inputs(inputs)
         cls_position = tf.zeros_like(checked_inputs[0][:, :1])
-        return self.pooler(self._encode_at(checked_inputs, cls_position, training)[:, 0])
+        return self.pooler(self._encode_at(checked_inputs, cls_position, training, skip_padding=not training)[:, 0])
 
-    def _encode_at(self, checked_inputs, positions, training):
+    def _encode_at(self, checked_inputs, positions, training, skip_padding):
+        """The last block's output at `positions`; with `skip_padding`, the blocks see real tokens only
+        (and [CLS]), so `positions` must be such tokens. Training keeps the padded grid, whose
+        backward pass then needs no scatters."""
         word_ids, mask, type_ids = checked_inputs
         hidden_states = self.embeddings(word_ids, type_ids, training=training)
+        token_rows = TokenRows.from_mask(mask) if skip_padding else None
+        if token_rows is not None:
+            hidden_states = token_rows.gather(hidden_states)
         for block in self.blocks[:-1]:
-            hidden_states, _ = block(hidden_states, mask, training=training)
-        outputs, _ = self.blocks[-1](hidden_states, mask, training=training, positions=positions)
+            hidden_states, _ = block(hidden_states, mask, training=training, token_rows=token_rows)
+        outputs, _ = self.blocks[-1](hidden_states, mask, training=training, positions=positions, token_rows=token_rows)
         return outputs
 
     def _checked_inputs(self, inputs):

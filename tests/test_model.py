@@ -4,6 +4,7 @@ import tensorflow as tf
 import keras
 
 from bert_tf import BertConfig, BertModel
+from bert_tf.layers.token_rows import TokenRows
 
 CONFIG = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                     intermediate_size=64, max_position_embeddings=16)
@@ -38,12 +39,26 @@ def test_encode_at_positions_equals_the_gathered_sequence_output(model):
 
 def test_pooled_output_alone_equals_the_full_call(model):
     only_word_ids = {"input_word_ids": batch()["input_word_ids"]}
-    for inputs in (batch(), only_word_ids):
+    holes = {**batch(), "input_mask": np.array([[1, 0, 1, 1, 0, 1], [1, 1, 0, 1, 0, 0]], np.int32)}
+    for inputs in (batch(), only_word_ids, holes):
+        # The real tokens' rows (pooled_output at inference) against the padded grid (the full call).
         np.testing.assert_allclose(model.pooled_output(inputs), model(inputs)["pooled_output"], atol=1e-6)
+    no_tokens = {**batch(), "input_mask": np.zeros((2, 6), np.int32)}  # meaningless, but finite
+    assert np.all(np.isfinite(model.pooled_output(no_tokens)))
     graph = tf.function(model.pooled_output)(batch())
     np.testing.assert_allclose(graph, model(batch())["pooled_output"], atol=1e-6)
     with pytest.raises(ValueError, match="takes a dict"):
         model.pooled_output(batch()["input_word_ids"])
+
+
+def test_token_rows_keep_real_tokens_and_cls_and_restore_the_grid():
+    rows = TokenRows.from_mask(tf.constant([[1, 1, 0], [0, 0, 0], [1, 0, 1]]))
+    grid = tf.reshape(tf.range(18.0), [3, 3, 2])
+    kept = rows.gather(grid)
+    np.testing.assert_array_equal(kept, [[0, 1], [2, 3], [6, 7], [12, 13], [16, 17]])
+    expected = grid.numpy() * np.array([[1, 1, 0], [1, 0, 0], [1, 0, 1]])[..., None]
+    np.testing.assert_array_equal(rows.to_grid(kept), expected)
+    np.testing.assert_array_equal(rows.at_positions(kept, tf.constant([[1], [0], [2]])), [[[2, 3]], [[6, 7]], [[16, 17]]])
 
 
 def test_attention_rows_sum_to_one_and_ignore_padding(model):

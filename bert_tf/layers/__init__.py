@@ -2,6 +2,7 @@
 
 from bert_tf.layers.attention import SelfAttention, padding_bias
 from bert_tf.layers.embeddings import BertEmbeddings
+from bert_tf.layers.token_rows import TokenRows
 from bert_tf.layers.transformer_block import TransformerBlock
 
-__all__ = ["BertEmbeddings", "SelfAttention", "TransformerBlock", "padding_bias"]
+__all__ = ["BertEmbeddings", "SelfAttention", "TokenRows", "TransformerBlock", "padding_bias"]

@@ -47,34 +47,47 @@ class SelfAttention(keras.layers.Layer):
         heads = tf.reshape(x, [batch, seq, self.config.num_attention_heads, self.config.head_size])
         return tf.transpose(heads, [0, 2, 1, 3])
 
-    def call(self, hidden_states, input_mask, training=None, query_states=None):
+    def call(self, hidden_states, input_mask, training=None, query_states=None, token_rows=None):
         """Returns (output [batch, queries, hidden], probabilities [batch, heads, queries, seq]).
 
         `input_mask` is the integer [batch, seq] padding mask (1 = real token): passed as
         integers, it is never auto-cast to float16 under mixed precision. `query_states`
         [batch, queries, hidden] (default: `hidden_states`) are the rows that attend to all
-        of `hidden_states`, e.g. only those whose output is needed.
+        of `hidden_states`, e.g. only those whose output is needed. With `token_rows`
+        (`TokenRows`), `hidden_states` are the [tokens, hidden] rows of the real tokens only;
+        the output is then [tokens, hidden] too (or as `query_states` when given).
         """
-        if query_states is None:
-            query_states = hidden_states
-        batch, seq = tf.shape(hidden_states)[0], tf.shape(hidden_states)[1]
-        # The projections act on each token alone: as one 2-D [batch·seq, hidden] matrix multiply,
+        hidden = self.config.hidden_size
+        if token_rows is None:
+            batch, seq = tf.shape(hidden_states)[0], tf.shape(hidden_states)[1]
+            to_grid = tf.identity  # the [batch·seq, hidden] rows already are the grid
+        else:
+            batch, seq = token_rows.batch, token_rows.seq
+            to_grid = token_rows.to_grid
+        # The projections act on each token alone: as one 2-D [rows, hidden] matrix multiply,
         # which oneDNN runs with the bias add fused in (a 3-D input would add it in a separate pass).
-        tokens = tf.reshape(hidden_states, [-1, self.config.hidden_size])
-        query_tokens = tf.reshape(query_states, [-1, self.config.hidden_size])
+        tokens = tf.reshape(hidden_states, [-1, hidden])
+        if query_states is None:
+            query_grid, num_queries = to_grid, seq
+            query_tokens = tokens
+        else:
+            query_grid, num_queries = tf.identity, tf.shape(query_states)[1]
+            query_tokens = tf.reshape(query_states, [-1, hidden])
         # Scaling the queries first is the same product as scaling the scores, on fewer numbers.
-        query = self._split_heads(self.query(query_tokens) * (1.0 / math.sqrt(self.config.head_size)), batch,
-                                  tf.shape(query_states)[1])
-        key = self._split_heads(self.key(tokens), batch, seq)
-        value = self._split_heads(self.value(tokens), batch, seq)
+        query = self._split_heads(query_grid(self.query(query_tokens) * (1.0 / math.sqrt(self.config.head_size))),
+                                  batch, num_queries)
+        key = self._split_heads(to_grid(self.key(tokens)), batch, seq)
+        value = self._split_heads(to_grid(self.value(tokens)), batch, seq)
         # Heads first, then plain batched matrix multiplies: with oneDNN they run faster than the same
         # products written as einsums (a mini pre-training step 4% faster; benchmarks/techniques.py).
         scores = tf.matmul(query, key, transpose_b=True)
         probs = tf.nn.softmax(tf.cast(scores, tf.float32) + padding_bias(input_mask), axis=-1)
         dropped = self.probs_dropout(tf.cast(probs, self.compute_dtype), training=training)
-        context = tf.transpose(tf.matmul(dropped, value), [0, 2, 1, 3])
-        context = tf.reshape(context, [-1, self.config.hidden_size])
-        return tf.reshape(self.output_dense(context), tf.shape(query_states)), probs
+        context = tf.reshape(tf.transpose(tf.matmul(dropped, value), [0, 2, 1, 3]), [-1, hidden])
+        if token_rows is not None and query_states is None:
+            context = token_rows.gather(context)
+        output_shape = tf.shape(hidden_states if query_states is None else query_states)
+        return tf.reshape(self.output_dense(context), output_shape), probs
 
     def google_weights(self) -> dict:
         """Variables under Google's names (after `bert/encoder/layer_N/attention/`)."""

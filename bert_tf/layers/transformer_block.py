@@ -43,14 +43,20 @@ class TransformerBlock(keras.layers.Layer):
     def _add_and_normalize(self, residual, update, layer_norm):
         return tf.cast(layer_norm(tf.cast(residual, tf.float32) + tf.cast(update, tf.float32)), self.compute_dtype)
 
-    def call(self, hidden_states, input_mask, training=None, positions=None):
+    def call(self, hidden_states, input_mask, training=None, positions=None, token_rows=None):
         """Returns (output [batch, seq, hidden], attention probabilities [batch, heads, seq, seq]).
 
         With int `positions` [batch, n], only the outputs at those positions are computed (they
         still attend to every token): output [batch, n, hidden], probabilities [batch, heads, n, seq].
+        With `token_rows` (`TokenRows`), `hidden_states` and the output are the [tokens, hidden]
+        rows of the real tokens only (`positions` still index the [batch, seq] grid).
         """
-        queries = None if positions is None else tf.gather(hidden_states, positions, batch_dims=1)
-        attended, probs = self.attention(hidden_states, input_mask, training=training, query_states=queries)
+        queries = None
+        if positions is not None:
+            queries = (tf.gather(hidden_states, positions, batch_dims=1) if token_rows is None
+                       else token_rows.at_positions(hidden_states, positions))
+        attended, probs = self.attention(hidden_states, input_mask, training=training, query_states=queries,
+                                         token_rows=token_rows)
         attended = self.attention_dropout(attended, training=training)
         residual = hidden_states if queries is None else queries
         hidden_states = self._add_and_normalize(residual, attended, self.attention_layer_norm)
