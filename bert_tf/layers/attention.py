@@ -60,7 +60,7 @@ class SelfAttention(keras.layers.Layer):
         hidden = self.config.hidden_size
         if token_rows is None:
             batch, seq = tf.shape(hidden_states)[0], tf.shape(hidden_states)[1]
-            to_grid = tf.identity  # the [batch·seq, hidden] rows already are the grid
+            to_grid = lambda rows: rows  # noqa: E731 (the [batch·seq, hidden] rows already are the grid)
         else:
             batch, seq = token_rows.batch, token_rows.seq
             to_grid = token_rows.to_grid
@@ -71,7 +71,7 @@ class SelfAttention(keras.layers.Layer):
             query_grid, num_queries = to_grid, seq
             query_tokens = tokens
         else:
-            query_grid, num_queries = tf.identity, tf.shape(query_states)[1]
+            query_grid, num_queries = (lambda rows: rows), tf.shape(query_states)[1]
             query_tokens = tf.reshape(query_states, [-1, hidden])
         # Scaling the queries first is the same product as scaling the scores, on fewer numbers.
         query = self._split_heads(query_grid(self.query(query_tokens) * (1.0 / math.sqrt(self.config.head_size))),
