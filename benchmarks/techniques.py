@@ -9,8 +9,9 @@ of 8 to 32 tokens, padded to 32), each technique replaced in turn by what it rep
 - `bert_tf.optimization.AdamW` (one fused kernel per variable) → `keras.optimizers.AdamW`;
 - the last block computed only at the positions the heads read ([CLS] and the masked positions
   in pre-training, [CLS] in `BertClassifier`) → the whole last block, then a gather;
-- `BertClassifier` at inference running the blocks on the real tokens' rows only (`TokenRows`)
-  → the blocks on the padded grid;
+- `BertClassifier` and `BertTokenClassifier` at inference running the blocks on the real tokens'
+  rows only (`TokenRows`) → the blocks on the padded grid (the token classifier also on texts
+  without padding, where skipping it can only cost);
 and, for context, the whole training step compiled with XLA (`compile(jit_compile=True)`).
 The replaced versions are re-created here, while each model is built and traced; the
 contenders run interleaved, so the ratios hold on a busy machine.
@@ -89,6 +90,11 @@ def padded_pooled_output(self, inputs, training=None):
     return self.pooler(self._encode_at(checked_inputs, cls_position, training, skip_padding=False)[:, 0])
 
 
+def padded_sequence_output(self, inputs, training=None):
+    """`BertModel.sequence_output` running every block on the padded grid, padding included."""
+    return self._encode_at(self._checked_inputs(inputs), None, training, skip_padding=False)
+
+
 def sparse_cross_entropy(labels, logits):
     return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.cast(labels, tf.int32), logits=logits)
 
@@ -102,7 +108,8 @@ REPLACEMENTS = {
                                                         sparse_cross_entropy)],
     "whole last block": [(pretrainer_module.BertPretrainer, "call", full_last_block),
                          (bert_tf.BertClassifier, "call", full_encoder_classifier)],
-    PADDED_GRID: [(bert_tf.BertModel, "pooled_output", padded_pooled_output)],
+    PADDED_GRID: [(bert_tf.BertModel, "pooled_output", padded_pooled_output),
+                  (bert_tf.BertModel, "sequence_output", padded_sequence_output)],
 }
 
 
@@ -184,6 +191,13 @@ def run(settings: Settings) -> BenchmarkResult:
     classification = interleaved([inference_contender(v, classifier, lengths, short, None)
                                   for v in (DEFAULT, PADDED_GRID, "whole last block")],
                                  settings.rounds, max_seconds=settings.max_seconds, description="techniques: classifier")
+    token_classifier = bert_tf.BertTokenClassifier(base, num_labels=9)
+    token_cases = {f"{texts} texts of {min(lengths)}–{max(lengths)} tokens padded to {short}": (lengths, short),
+                   f"{batch} texts of {SEQ_LENGTH} tokens (no padding)": ([SEQ_LENGTH] * batch, SEQ_LENGTH)}
+    token_classification = {
+        case: interleaved([inference_contender(v, token_classifier, case_lengths, seq, None) for v in (DEFAULT, PADDED_GRID)],
+                          settings.rounds, max_seconds=settings.max_seconds, description="techniques: token classifier")
+        for case, (case_lengths, seq) in token_cases.items()}
     keras.backend.clear_session()
     markdown = "\n\n".join([
         f"## Speed techniques, one at a time{' (quick: tiny models)' if settings.quick else ''}",
@@ -199,8 +213,13 @@ def run(settings: Settings) -> BenchmarkResult:
         f"({np.mean(lengths):.1f} on average) padded to {short}, float32",
         "\"whole last block\" also runs the blocks on the padded grid.",
         markdown_table(["variant", "sequences/s", "as it is ÷ this"], _rows(classification, 2)),
+        "### BertTokenClassifier inference, BERT-base, float32",
+        markdown_table(["texts", "variant", "sequences/s", "as it is ÷ this"],
+                       [[case, *row] for case, timings in token_classification.items() for row in _rows(timings, 2)]),
     ])
     data = {"pretraining": {n: t.summary() for n, t in training.items()},
             "inference": {n: t.summary() for n, t in inference.items()}, "inference_batch": batch,
-            "classifier": {n: t.summary() for n, t in classification.items()}, "classifier_lengths": lengths}
+            "classifier": {n: t.summary() for n, t in classification.items()}, "classifier_lengths": lengths,
+            "token_classifier": {case: {n: t.summary() for n, t in timings.items()}
+                                 for case, timings in token_classification.items()}}
     return BenchmarkResult(NAME, markdown, data)

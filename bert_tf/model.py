@@ -94,10 +94,22 @@ class BertModel(keras.Model):
         cls_position = tf.zeros_like(checked_inputs[0][:, :1])
         return self.pooler(self._encode_at(checked_inputs, cls_position, training, skip_padding=not training)[:, 0])
 
+    def sequence_output(self, inputs, training=None):
+        """`sequence_output` alone, [batch, seq, hidden], for heads that read nothing else
+        (`BertTokenClassifier`, `BertSpanLabeler`).
+
+        At inference the blocks run on the real tokens only (`TokenRows`): the outputs equal
+        `model(inputs)["sequence_output"]` at real tokens and are zeros at padded positions
+        (where the full call's values mean nothing), at the cost of the real tokens alone.
+        """
+        return self._encode_at(self._checked_inputs(inputs), None, training, skip_padding=not training)
+
     def _encode_at(self, checked_inputs, positions, training, skip_padding):
-        """The last block's output at `positions`; with `skip_padding`, the blocks see real tokens only
-        (and [CLS]), so `positions` must be such tokens. Training keeps the padded grid, whose
-        backward pass then needs no scatters."""
+        """The last block's output at `positions` [batch, n] (None: [batch, seq, hidden], every position).
+
+        With `skip_padding`, the blocks see the real tokens only (and [CLS]), so `positions` must be
+        such tokens. Training keeps the padded grid, whose backward pass then needs no scatters.
+        """
         word_ids, mask, type_ids = checked_inputs
         hidden_states = self.embeddings(word_ids, type_ids, training=training)
         token_rows = TokenRows.from_mask(mask) if skip_padding else None
@@ -106,7 +118,7 @@ class BertModel(keras.Model):
         for block in self.blocks[:-1]:
             hidden_states, _ = block(hidden_states, mask, training=training, token_rows=token_rows)
         outputs, _ = self.blocks[-1](hidden_states, mask, training=training, positions=positions, token_rows=token_rows)
-        return outputs
+        return token_rows.to_grid(outputs) if token_rows is not None and positions is None else outputs
 
     def _checked_inputs(self, inputs):
         """The three id tensors as int32, after clear checks of names, shapes and id ranges."""

@@ -46,7 +46,7 @@ class BertSpanLabeler(BertTaskModel):
         self.built = True
 
     def call(self, inputs, training=None):
-        sequence = self.encoder(inputs, training=training)["sequence_output"]
+        sequence = self.encoder.sequence_output(inputs, training=training)
         start_logits, end_logits = tf.unstack(self.span_logits(sequence), axis=-1)
         if "input_mask" in inputs:
             real_token = tf.cast(inputs["input_mask"], tf.bool)

@@ -60,7 +60,7 @@ class BertTokenClassifier(BertTaskModel):
         self.built = True
 
     def call(self, inputs, training=None):
-        sequence = self.encoder(inputs, training=training)["sequence_output"]
+        sequence = self.encoder.sequence_output(inputs, training=training)
         return self.classifier(self.dropout(sequence, training=training))
 
     def default_loss(self) -> keras.losses.Loss:

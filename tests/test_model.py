@@ -51,6 +51,18 @@ def test_pooled_output_alone_equals_the_full_call(model):
         model.pooled_output(batch()["input_word_ids"])
 
 
+def test_sequence_output_alone_equals_the_full_call_at_real_tokens(model):
+    holes = {**batch(), "input_mask": np.array([[1, 0, 1, 1, 0, 1], [1, 1, 1, 0, 0, 0]], np.int32)}
+    for inputs in (batch(), holes):
+        real = inputs["input_mask"][..., None].astype(bool)
+        alone = model.sequence_output(inputs).numpy()  # inference: the blocks on the real tokens' rows
+        np.testing.assert_allclose(np.where(real, alone, 0), np.where(real, model(inputs)["sequence_output"], 0),
+                                   atol=1e-6)
+        assert np.all(alone[~real[..., 0]] == 0.0)
+    graph = tf.function(model.sequence_output)(holes)
+    np.testing.assert_array_equal(graph.shape, (2, 6, 32))
+
+
 def test_token_rows_keep_real_tokens_and_cls_and_restore_the_grid():
     rows = TokenRows.from_mask(tf.constant([[1, 1, 0], [0, 0, 0], [1, 0, 1]]))
     grid = tf.reshape(tf.range(18.0), [3, 3, 2])

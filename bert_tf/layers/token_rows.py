@@ -51,7 +51,8 @@ class TokenRows:
     def to_grid(self, row_values):
         """[tokens, width] rows → [batch, seq, width], zeros at the skipped positions."""
         padded = tf.concat([row_values, tf.zeros_like(row_values[:1])], axis=0)
-        return tf.reshape(tf.gather(padded, self.row_of_position), [self.batch, self.seq, -1])
+        width = row_values.shape[-1] if row_values.shape[-1] is not None else -1
+        return tf.reshape(tf.gather(padded, self.row_of_position), [self.batch, self.seq, width])
 
     def at_positions(self, row_values, positions):
         """The rows at int `positions` [batch, n] of the grid: [batch, n, width] (positions must be kept ones)."""
