@@ -18,6 +18,10 @@ def padding_bias(input_mask):
     return (1.0 - keep) * MASKED_SCORE
 
 
+def _as_is(rows):
+    return rows
+
+
 class SelfAttention(keras.layers.Layer):
     """`softmax(Q Kᵀ / sqrt(d_k) + mask) V` over `num_attention_heads` heads, then the output projection.
 
@@ -60,7 +64,7 @@ class SelfAttention(keras.layers.Layer):
         hidden = self.config.hidden_size
         if token_rows is None:
             batch, seq = tf.shape(hidden_states)[0], tf.shape(hidden_states)[1]
-            to_grid = lambda rows: rows  # noqa: E731 (the [batch·seq, hidden] rows already are the grid)
+            to_grid = _as_is  # the [batch·seq, hidden] rows already are the grid
         else:
             batch, seq = token_rows.batch, token_rows.seq
             to_grid = token_rows.to_grid
@@ -71,7 +75,7 @@ class SelfAttention(keras.layers.Layer):
             query_grid, num_queries = to_grid, seq
             query_tokens = tokens
         else:
-            query_grid, num_queries = (lambda rows: rows), tf.shape(query_states)[1]
+            query_grid, num_queries = _as_is, tf.shape(query_states)[1]
             query_tokens = tf.reshape(query_states, [-1, hidden])
         # Scaling the queries first is the same product as scaling the scores, on fewer numbers.
         query = self._split_heads(query_grid(self.query(query_tokens) * (1.0 / math.sqrt(self.config.head_size))),
@@ -79,7 +83,7 @@ class SelfAttention(keras.layers.Layer):
         key = self._split_heads(to_grid(self.key(tokens)), batch, seq)
         value = self._split_heads(to_grid(self.value(tokens)), batch, seq)
         # Heads first, then plain batched matrix multiplies: with oneDNN they run faster than the same
-        # products written as einsums (a mini pre-training step 4% faster; benchmarks/techniques.py).
+        # products written as einsums (benchmarks/techniques.py measures it).
         scores = tf.matmul(query, key, transpose_b=True)
         probs = tf.nn.softmax(tf.cast(scores, tf.float32) + padding_bias(input_mask), axis=-1)
         dropped = self.probs_dropout(tf.cast(probs, self.compute_dtype), training=training)

@@ -5,7 +5,7 @@ padding: the projections, feed-forward layers and LayerNorms run on the [tokens,
 of the real tokens, and only attention sees the padded grid (the technique of "removing padding"
 in FasterTransformer and ByteTransformer). On batches of short texts padded to a common length
 this saves the matrix multiplies of every padded position. No library offers it for Keras, so
-it is written here with two gathers.
+it is written here with gathers between the two layouts.
 
 Example:
     >>> rows = TokenRows.from_mask(tf.constant([[1, 1, 0], [1, 0, 0]]))
