@@ -83,18 +83,6 @@ def full_encoder_classifier(self, inputs, training=None):
     return self.classifier(self.dropout(pooled, training=training))
 
 
-def padded_pooled_output(self, inputs, training=None):
-    """`BertModel.pooled_output` running every block on the padded grid, padding included."""
-    checked_inputs = self._checked_inputs(inputs)
-    cls_position = tf.zeros_like(checked_inputs[0][:, :1])
-    return self.pooler(self._encode_at(checked_inputs, cls_position, training, skip_padding=False)[:, 0])
-
-
-def padded_sequence_output(self, inputs, training=None):
-    """`BertModel.sequence_output` running every block on the padded grid, padding included."""
-    return self._encode_at(self._checked_inputs(inputs), None, training, skip_padding=False)
-
-
 def sparse_cross_entropy(labels, logits):
     return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.cast(labels, tf.int32), logits=logits)
 
@@ -108,8 +96,7 @@ REPLACEMENTS = {
                                                         sparse_cross_entropy)],
     "whole last block": [(pretrainer_module.BertPretrainer, "call", full_last_block),
                          (bert_tf.BertClassifier, "call", full_encoder_classifier)],
-    PADDED_GRID: [(bert_tf.BertModel, "pooled_output", padded_pooled_output),
-                  (bert_tf.BertModel, "sequence_output", padded_sequence_output)],
+    PADDED_GRID: [(bert_tf.BertModel, "skip_padding", False)],
 }
 
 

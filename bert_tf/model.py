@@ -36,6 +36,11 @@ class BertModel(keras.Model):
     per block).
     """
 
+    # At inference, `pooled_output` and `sequence_output` (what the task heads call) run the blocks on the
+    # real tokens only (`TokenRows`). False keeps the padded grid everywhere, e.g. for static shapes; set
+    # it before a function using the model is traced.
+    skip_padding = True
+
     def __init__(self, config: BertConfig | None = None, **kwargs):
         super().__init__(**kwargs)
         self.config = config or BertConfig()
@@ -92,7 +97,7 @@ class BertModel(keras.Model):
         """
         checked_inputs = self._checked_inputs(inputs)
         cls_position = tf.zeros_like(checked_inputs[0][:, :1])
-        return self.pooler(self._encode_at(checked_inputs, cls_position, training, skip_padding=not training)[:, 0])
+        return self.pooler(self._encode_at(checked_inputs, cls_position, training, self._skips_padding(training))[:, 0])
 
     def sequence_output(self, inputs, training=None):
         """`sequence_output` alone, [batch, seq, hidden], for heads that read nothing else
@@ -102,7 +107,10 @@ class BertModel(keras.Model):
         `model(inputs)["sequence_output"]` at real tokens and are zeros at padded positions
         (where the full call's values mean nothing), at the cost of the real tokens alone.
         """
-        return self._encode_at(self._checked_inputs(inputs), None, training, skip_padding=not training)
+        return self._encode_at(self._checked_inputs(inputs), None, training, self._skips_padding(training))
+
+    def _skips_padding(self, training) -> bool:
+        return self.skip_padding and not training
 
     def _encode_at(self, checked_inputs, positions, training, skip_padding):
         """The last block's output at `positions` [batch, n] (None: [batch, seq, hidden], every position).

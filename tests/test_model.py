@@ -61,6 +61,10 @@ def test_sequence_output_alone_equals_the_full_call_at_real_tokens(model):
         assert np.all(alone[~real[..., 0]] == 0.0)
     for compiled in (tf.function(model.sequence_output), tf.function(model.sequence_output, jit_compile=True)):
         np.testing.assert_allclose(compiled(holes), model.sequence_output(holes), atol=1e-6)
+    padded_grid = BertModel(CONFIG)
+    padded_grid.set_weights(model.get_weights())
+    padded_grid.skip_padding = False  # every position computed, as in the full call
+    np.testing.assert_allclose(padded_grid.sequence_output(holes), model(holes)["sequence_output"], atol=1e-6)
 
 
 def test_token_rows_keep_real_tokens_and_cls_and_restore_the_grid():
