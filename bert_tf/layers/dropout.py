@@ -17,6 +17,25 @@ import tensorflow as tf
 _LEVELS = 1 << 16
 
 
+@tf.function(jit_compile=True, autograph=False, reduce_retracing=True)
+def _zero_below_threshold_and_scale(values, halves, threshold, scale):
+    """values · scale where halves ≥ threshold, else 0; one XLA loop (`halves` may be one longer)."""
+    kept = halves[: tf.size(values)] >= tf.cast(threshold, tf.uint16)
+    return tf.where(kept, values * tf.cast(scale, values.dtype), tf.zeros_like(values))
+
+
+@tf.autograph.experimental.do_not_convert  # AutoGraph would turn `gradient` into a tensor
+@tf.custom_gradient
+def _drop(values, halves, threshold, scale):
+    """Dropout of flat `values` by their random `halves`. Linear in `values`: the gradient is the
+    same masking of the upstream gradient, with no mask kept between the passes."""
+
+    def gradient(upstream):
+        return _zero_below_threshold_and_scale(upstream, halves, threshold, scale), None, None, None
+
+    return _zero_below_threshold_and_scale(values, halves, threshold, scale), gradient
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class Dropout(keras.layers.Layer):
     """Inverted dropout, as `keras.layers.Dropout`: in training, each element is zeroed with probability
@@ -46,11 +65,11 @@ class Dropout(keras.layers.Layer):
             return inputs
         count = tf.size(inputs)
         seed = tf.cast(self.seed_generator.next(), tf.int64)
+        # TensorFlow's random kernel, not XLA's: XLA's random numbers are ~30x slower on a CPU.
         bits = tf.random.stateless_uniform([(count + 1) // 2], seed, dtype=tf.uint32, minval=None, maxval=None)
-        halves = tf.reshape(tf.bitcast(bits, tf.uint16), [-1])[:count]
-        keep = tf.reshape(halves >= self._threshold, tf.shape(inputs))
-        scale = tf.cast(_LEVELS / (_LEVELS - self._threshold), inputs.dtype)
-        return tf.where(keep, inputs * scale, tf.zeros_like(inputs))
+        halves = tf.reshape(tf.bitcast(bits, tf.uint16), [-1])
+        scale = _LEVELS / (_LEVELS - self._threshold)
+        return tf.reshape(_drop(tf.reshape(inputs, [-1]), halves, self._threshold, scale), tf.shape(inputs))
 
     def compute_output_shape(self, input_shape):
         return input_shape
