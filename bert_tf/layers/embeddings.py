@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from bert_tf.config import BertConfig
 from bert_tf.layers.dropout import Dropout
+from bert_tf.layers.layer_norm import LayerNormalization
 
 
 class BertEmbeddings(keras.layers.Layer):
@@ -22,7 +23,7 @@ class BertEmbeddings(keras.layers.Layer):
         )
         self.position_initializer = init
         # LayerNorm runs in float32 even under a mixed-precision policy.
-        self.layer_norm = keras.layers.LayerNormalization(epsilon=config.layer_norm_eps, dtype="float32", name="layer_norm")
+        self.layer_norm = LayerNormalization(epsilon=config.layer_norm_eps, name="layer_norm")
         self.dropout = Dropout(config.hidden_dropout_prob)
 
     def build(self, input_shape=None):

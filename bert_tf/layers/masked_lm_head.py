@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from bert_tf.config import BertConfig
 from bert_tf.layers.activations import ACTIVATIONS
+from bert_tf.layers.layer_norm import LayerNormalization
 
 
 class MaskedLMHead(keras.layers.Layer):
@@ -24,7 +25,7 @@ class MaskedLMHead(keras.layers.Layer):
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
             name="transform_dense",
         )
-        self.layer_norm = keras.layers.LayerNormalization(epsilon=config.layer_norm_eps, dtype="float32", name="layer_norm")
+        self.layer_norm = LayerNormalization(epsilon=config.layer_norm_eps, name="layer_norm")
 
     def build(self, input_shape=None):
         self.dense.build((None, None, self.config.hidden_size))

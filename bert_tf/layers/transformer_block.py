@@ -7,6 +7,7 @@ from bert_tf.config import BertConfig
 from bert_tf.layers.activations import ACTIVATIONS, TRAINING_ACTIVATIONS
 from bert_tf.layers.attention import SelfAttention
 from bert_tf.layers.dropout import Dropout
+from bert_tf.layers.layer_norm import LayerNormalization
 
 
 class TransformerBlock(keras.layers.Layer):
@@ -19,18 +20,14 @@ class TransformerBlock(keras.layers.Layer):
         self.attention = SelfAttention(config, name="attention")
         self.attention_dropout = Dropout(config.hidden_dropout_prob)
         # LayerNorms run in float32 even under a mixed-precision policy.
-        self.attention_layer_norm = keras.layers.LayerNormalization(
-            epsilon=config.layer_norm_eps, dtype="float32", name="attention_layer_norm"
-        )
+        self.attention_layer_norm = LayerNormalization(epsilon=config.layer_norm_eps, name="attention_layer_norm")
         # The feed-forward's first layer holds its variables here; `_intermediate` applies it.
         self.intermediate = keras.layers.Dense(config.intermediate_size, kernel_initializer=init, name="intermediate")
         self.activation = ACTIVATIONS[config.hidden_act]
         self.training_activation = TRAINING_ACTIVATIONS[config.hidden_act]
         self.output_dense = keras.layers.Dense(config.hidden_size, kernel_initializer=init, name="output_dense")
         self.output_dropout = Dropout(config.hidden_dropout_prob)
-        self.output_layer_norm = keras.layers.LayerNormalization(
-            epsilon=config.layer_norm_eps, dtype="float32", name="output_layer_norm"
-        )
+        self.output_layer_norm = LayerNormalization(epsilon=config.layer_norm_eps, name="output_layer_norm")
 
     def build(self, input_shape=None):
         hidden_shape = (None, None, self.config.hidden_size)
