@@ -4,7 +4,12 @@ Pre-training step of `mini` (batch 32, seq 128, 20 predictions, float32, bert_tf
 BERT-base inference at batch 8, and a BERT-base classifier on a batch of short texts (32 texts
 of 8 to 32 tokens, padded to 32), each technique replaced in turn by what it replaced:
 - attention as heads-first batched matrix multiplies → the same products written as einsums;
-- `bert_tf.layers.Dropout` (16 random bits per element) → `keras.layers.Dropout`;
+- `bert_tf.layers.Dropout` (16 random bits per element, masking fused by XLA) → `keras.layers.Dropout`;
+- in training, GELU and its gradient fused by XLA → `tf.nn.gelu`'s separate ops;
+- at inference, the feed-forward bias added with `tf.nn.bias_add`, so that oneDNN fuses the bias and
+  GELU into the matrix multiply → Keras' `Dense` (which adds the bias with `+`);
+- `bert_tf.layers.LayerNormalization` (plain ops at inference, XLA-fused in training) →
+  `keras.layers.LayerNormalization`;
 - the MLM cross-entropy fused by XLA → `tf.nn.sparse_softmax_cross_entropy_with_logits`;
 - `bert_tf.optimization.AdamW` (one fused kernel per variable) → `keras.optimizers.AdamW`;
 - the last block computed only at the positions the heads read ([CLS] and the masked positions
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 
 import keras
@@ -32,13 +38,16 @@ import tensorflow as tf
 import bert_tf
 import bert_tf.layers.attention as attention_module
 import bert_tf.layers.embeddings as embeddings_module
+import bert_tf.layers.masked_lm_head as masked_lm_head_module
 import bert_tf.layers.transformer_block as block_module
 import bert_tf.pretrainer as pretrainer_module
 from benchmarks.harness import Contender, interleaved, rate_cell
 from benchmarks.report import BenchmarkResult, markdown_table
 from benchmarks.settings import Settings
 from bert_tf.inference import inference_function
+from bert_tf.layers.activations import ACTIVATIONS
 from bert_tf.layers.attention import SelfAttention, padding_bias
+from bert_tf.layers.transformer_block import TransformerBlock
 from bert_tf.model import INPUT_NAMES
 from bert_tf.optimization import AdamW
 
@@ -47,6 +56,8 @@ BATCH_SIZE, SEQ_LENGTH, PREDICTIONS = 32, 128, 20
 STEPS_PER_CALL = 2
 DEFAULT = "bert_tf as it is"
 PADDED_GRID = "blocks on the padded grid"  # inference only: not a pre-training variant
+KERAS_DENSE_BIAS = "feed-forward bias added by Keras' Dense"  # inference only
+KERAS_LAYER_NORM = "keras.layers.LayerNormalization"
 
 
 def einsum_attention(self, hidden_states, input_mask, training=None, query_states=None, token_rows=None):
@@ -83,6 +94,11 @@ def full_encoder_classifier(self, inputs, training=None):
     return self.classifier(self.dropout(pooled, training=training))
 
 
+def keras_dense_intermediate(self, tokens, training):
+    """`TransformerBlock._intermediate` through Keras' `Dense` call: bias added with `+`."""
+    return (self.training_activation if training else self.activation)(self.intermediate(tokens))
+
+
 def sparse_cross_entropy(labels, logits):
     return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.cast(labels, tf.int32), logits=logits)
 
@@ -94,10 +110,15 @@ REPLACEMENTS = {
                              for module in (attention_module, embeddings_module, block_module)],
     "tf.nn.sparse_softmax_cross_entropy_with_logits": [(pretrainer_module, "vocabulary_cross_entropy",
                                                         sparse_cross_entropy)],
+    "tf.nn.gelu in training": [(block_module, "TRAINING_ACTIVATIONS", ACTIVATIONS)],
+    KERAS_LAYER_NORM: [(module, "LayerNormalization", functools.partial(keras.layers.LayerNormalization, dtype="float32"))
+                       for module in (embeddings_module, block_module, masked_lm_head_module)],
     "whole last block": [(pretrainer_module.BertPretrainer, "call", full_last_block),
                          (bert_tf.BertClassifier, "call", full_encoder_classifier)],
     PADDED_GRID: [(bert_tf.BertModel, "skip_padding", False)],
+    KERAS_DENSE_BIAS: [(TransformerBlock, "_intermediate", keras_dense_intermediate)],
 }
+INFERENCE_ONLY = (PADDED_GRID, KERAS_DENSE_BIAS)
 
 
 @contextlib.contextmanager
@@ -164,13 +185,14 @@ def _rows(timings: dict, unit_digits: int) -> list[list[str]]:
 def run(settings: Settings) -> BenchmarkResult:
     mini = dataclasses.replace(settings.config("mini"), hidden_act="gelu_tanh")
     features = pretraining_features(mini)
-    variants = [DEFAULT, *(v for v in REPLACEMENTS if v != PADDED_GRID), "keras.optimizers.AdamW", "whole step with XLA"]
+    variants = [DEFAULT, *(v for v in REPLACEMENTS if v not in INFERENCE_ONLY), "keras.optimizers.AdamW",
+                "whole step with XLA"]
     training = interleaved([pretraining_contender(v, mini, features) for v in variants], settings.rounds,
                            max_seconds=settings.max_seconds, description="techniques: pre-training")
     base = bert_tf.BertModel(dataclasses.replace(settings.config("base"), hidden_act="gelu_tanh"))
     batch = 2 if settings.quick else 8
     inference = interleaved([inference_contender(v, base, [SEQ_LENGTH] * batch, SEQ_LENGTH, "sequence_output")
-                             for v in (DEFAULT, "attention as einsums")],
+                             for v in (DEFAULT, "attention as einsums", KERAS_DENSE_BIAS, KERAS_LAYER_NORM)],
                             settings.rounds, max_seconds=settings.max_seconds, description="techniques: inference")
     classifier = bert_tf.BertClassifier(base, num_classes=2)
     texts, short = (4, 8) if settings.quick else (32, 32)

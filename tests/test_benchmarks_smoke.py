@@ -30,17 +30,16 @@ def test_quick_inference_benchmark_writes_its_section_and_json(tmp_path):
 
 
 def test_quick_techniques_benchmark_times_every_variant_and_restores_the_originals(tmp_path):
-    from benchmarks.techniques import DEFAULT, PADDED_GRID, REPLACEMENTS
-    from bert_tf import BertClassifier, BertModel, pretrainer
-    from bert_tf.layers.attention import SelfAttention
+    from benchmarks.techniques import DEFAULT, INFERENCE_ONLY, KERAS_DENSE_BIAS, KERAS_LAYER_NORM, PADDED_GRID, REPLACEMENTS
 
-    originals = (SelfAttention.call, pretrainer.vocabulary_cross_entropy, BertClassifier.call, BertModel.skip_padding)
+    originals = [getattr(owner, attribute) for patches in REPLACEMENTS.values() for owner, attribute, _ in patches]
     assert benchmark_suite.main(["--quick", "--only", "techniques", "--output-dir", str(tmp_path)]) == 0
     data = json.loads((tmp_path / "results" / "techniques.json").read_text(encoding="utf-8"))
-    assert set(data["pretraining"]) == {DEFAULT, *REPLACEMENTS, "keras.optimizers.AdamW", "whole step with XLA"} - {PADDED_GRID}
-    assert set(data["inference"]) == {DEFAULT, "attention as einsums"}
+    assert set(data["pretraining"]) == ({DEFAULT, *REPLACEMENTS, "keras.optimizers.AdamW", "whole step with XLA"}
+                                        - set(INFERENCE_ONLY))
+    assert set(data["inference"]) == {DEFAULT, "attention as einsums", KERAS_DENSE_BIAS, KERAS_LAYER_NORM}
     assert set(data["classifier"]) == {DEFAULT, PADDED_GRID, "whole last block"}
     assert [set(timings) for timings in data["token_classifier"].values()] == [{DEFAULT, PADDED_GRID}] * 2
     assert all(timing["median_per_s"] > 0 for timing in [*data["pretraining"].values(), *data["classifier"].values()])
-    assert (SelfAttention.call, pretrainer.vocabulary_cross_entropy, BertClassifier.call,
-            BertModel.skip_padding) == originals
+    restored = [getattr(owner, attribute) for patches in REPLACEMENTS.values() for owner, attribute, _ in patches]
+    assert all(now is then for now, then in zip(restored, originals))

@@ -5,7 +5,7 @@ inference. `TRAINING_ACTIVATIONS` compute the same values for training: written 
 TensorFlow differentiates GELU through its ~7 elementwise ops, each a pass over the large
 [tokens, intermediate] matrix, and keeps their intermediates for the backward pass. Here XLA fuses
 the forward pass into one loop, and the backward pass recomputes the slope from the input in one
-more loop (1.1x faster BERT-base pre-training steps on a CPU; the techniques benchmark measures it).
+more loop (the techniques benchmark measures what it gains).
 
 Example:
     >>> import numpy as np, tensorflow as tf
