@@ -66,7 +66,7 @@ class Dropout(keras.layers.Layer):
             return inputs
         count = tf.size(inputs)
         seed = tf.cast(self.seed_generator.next(), tf.int64)
-        # TensorFlow's random kernel, not XLA's: XLA's random numbers are ~30x slower on a CPU.
+        # TensorFlow's random kernel, not XLA's: XLA's random numbers are far slower on a CPU.
         bits = tf.random.stateless_uniform([(count + 1) // 2], seed, dtype=tf.uint32, minval=None, maxval=None)
         halves = tf.reshape(tf.bitcast(bits, tf.uint16), [-1])
         scale = _LEVELS / (_LEVELS - self._threshold)
