@@ -4,17 +4,25 @@ from bert_tf.cli import main
 from bert_tf.cli.quickstart import STAGES
 
 
-def test_quickstart_runs_every_stage(tmp_path, capsys):
-    assert main(["quickstart", "--fast", "--out", str(tmp_path)]) == 0
-    output = capsys.readouterr().out
+def assert_every_stage_passed(output):
     summary = output[output.index("Summary"):]
     for name, _ in STAGES:
         row = next(line for line in summary.splitlines() if line.startswith(name))
         assert "| passed |" in row, row
+
+
+def test_quickstart_runs_every_stage_and_again_in_the_same_directory(tmp_path, capsys):
+    assert main(["quickstart", "--fast", "--out", str(tmp_path)]) == 0
+    output = capsys.readouterr().out
+    assert_every_stage_passed(output)
     assert "gRPC" in output
     for artefact in ("vocab.txt", "pretrain/model/model.keras", "classifier/model.keras", "serving/demo/1/saved_model.pb",
                      "classifier.tflite"):
         assert (tmp_path / artefact).is_file(), artefact
+    # A second run starts over instead of resuming the first one's finished pre-training.
+    assert main(["quickstart", "--fast", "--out", str(tmp_path)]) == 0
+    assert_every_stage_passed(capsys.readouterr().out)
+    assert (tmp_path / "serving/demo/2/saved_model.pb").is_file()
 
 
 def test_quickstart_needs_train_and_dev_together(tmp_path, capsys):

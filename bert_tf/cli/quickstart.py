@@ -13,6 +13,7 @@ customer messages labelled hardware / software / billing.
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import time
 from pathlib import Path
 from typing import Callable
@@ -85,6 +86,9 @@ def pretrain(config: QuickstartConfig, out: Path, state: dict) -> str:
     vocabulary = Vocabulary.from_file(state["vocab_file"])
     model_config = BertConfig.preset("tiny", vocab_size=len(vocabulary), max_position_embeddings=config.seq_length)
     model_config.write_json(out / "bert_config.json")
+    # Each quickstart starts over, as its fine-tuning overwrites: resuming an earlier quickstart's
+    # checkpoints would train nothing (a finished run) or clash with this run's vocabulary.
+    shutil.rmtree(out / "pretrain", ignore_errors=True)
     settings = PretrainingConfig(
         output_dir=str(out / "pretrain"), model=str(out / "bert_config.json"), train_files=list(config.corpus),
         vocab_file=state["vocab_file"], seq_length=config.seq_length, max_predictions_per_seq=10,
