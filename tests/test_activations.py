@@ -62,7 +62,7 @@ def test_encoder_training_gradients_equal_those_through_tensorflows_gelu(hidden_
 
     fused_outputs, fused_gradients = training_gradients()
     for block in model.blocks:
-        block.training_activation = block.activation
+        block.intermediate.training_activation = block.intermediate.inference_activation
     plain_outputs, plain_gradients = training_gradients()
     np.testing.assert_allclose(fused_outputs, plain_outputs, atol=1e-5)
     np.testing.assert_allclose(fused_outputs, model(inputs, training=False)["sequence_output"], atol=1e-5)

@@ -4,7 +4,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.config import BertConfig
-from bert_tf.layers.activations import ACTIVATIONS
+from bert_tf.layers.activated_dense import ActivatedDense
 from bert_tf.layers.layer_norm import LayerNormalization
 
 
@@ -19,9 +19,9 @@ class MaskedLMHead(keras.layers.Layer):
     def __init__(self, config: BertConfig, **kwargs):
         super().__init__(**kwargs)
         self.config = config
-        self.dense = keras.layers.Dense(
+        self.dense = ActivatedDense(
             config.hidden_size,
-            activation=ACTIVATIONS[config.hidden_act],
+            config.hidden_act,
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
             name="transform_dense",
         )

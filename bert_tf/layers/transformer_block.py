@@ -4,7 +4,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.config import BertConfig
-from bert_tf.layers.activations import ACTIVATIONS, TRAINING_ACTIVATIONS
+from bert_tf.layers.activated_dense import ActivatedDense
 from bert_tf.layers.attention import SelfAttention
 from bert_tf.layers.dropout import Dropout
 from bert_tf.layers.layer_norm import LayerNormalization
@@ -21,10 +21,8 @@ class TransformerBlock(keras.layers.Layer):
         self.attention_dropout = Dropout(config.hidden_dropout_prob)
         # LayerNorms run in float32 even under a mixed-precision policy.
         self.attention_layer_norm = LayerNormalization(epsilon=config.layer_norm_eps, name="attention_layer_norm")
-        # The feed-forward's first layer holds its variables here; `_intermediate` applies it.
-        self.intermediate = keras.layers.Dense(config.intermediate_size, kernel_initializer=init, name="intermediate")
-        self.activation = ACTIVATIONS[config.hidden_act]
-        self.training_activation = TRAINING_ACTIVATIONS[config.hidden_act]
+        self.intermediate = ActivatedDense(config.intermediate_size, config.hidden_act, kernel_initializer=init,
+                                           name="intermediate")
         self.output_dense = keras.layers.Dense(config.hidden_size, kernel_initializer=init, name="output_dense")
         self.output_dropout = Dropout(config.hidden_dropout_prob)
         self.output_layer_norm = LayerNormalization(epsilon=config.layer_norm_eps, name="output_layer_norm")
@@ -40,18 +38,6 @@ class TransformerBlock(keras.layers.Layer):
 
     def _add_and_normalize(self, residual, update, layer_norm):
         return tf.cast(layer_norm(tf.cast(residual, tf.float32) + tf.cast(update, tf.float32)), self.compute_dtype)
-
-    def _intermediate(self, tokens, training):
-        """activation(tokens · kernel + bias) for [tokens, hidden] → [tokens, intermediate].
-
-        At inference, oneDNN fuses the multiply, bias and GELU into one kernel when the bias is added
-        with `tf.nn.bias_add`; after Keras' `+`, the tanh form of GELU runs as ~7 separate passes over
-        the [tokens, intermediate] matrix (the techniques benchmark measures the difference). In
-        training, XLA fuses the GELU and its gradient instead (`TRAINING_ACTIVATIONS`).
-        """
-        kernel = tf.cast(self.intermediate.kernel, self.compute_dtype)
-        pre_activation = tf.nn.bias_add(tf.matmul(tokens, kernel), tf.cast(self.intermediate.bias, self.compute_dtype))
-        return (self.training_activation if training else self.activation)(pre_activation)
 
     def call(self, hidden_states, input_mask, training=None, positions=None, token_rows=None):
         """Returns (output [batch, seq, hidden], attention probabilities [batch, heads, seq, seq]).
@@ -72,7 +58,7 @@ class TransformerBlock(keras.layers.Layer):
         hidden_states = self._add_and_normalize(residual, attended, self.attention_layer_norm)
         # Feed-forward on each token alone, as 2-D matrix multiplies.
         tokens = tf.reshape(hidden_states, [-1, self.config.hidden_size])
-        transformed = tf.reshape(self.output_dense(self._intermediate(tokens, training)), tf.shape(hidden_states))
+        transformed = tf.reshape(self.output_dense(self.intermediate(tokens, training=training)), tf.shape(hidden_states))
         transformed = self.output_dropout(transformed, training=training)
         return self._add_and_normalize(hidden_states, transformed, self.output_layer_norm), probs
 
