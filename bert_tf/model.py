@@ -17,7 +17,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.config import BertConfig
-from bert_tf.layers import BertEmbeddings, TokenRows, TransformerBlock
+from bert_tf.layers import BertEmbeddings, TokenRows, TransformerBlock, weight_initializer
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -47,10 +47,10 @@ class BertModel(keras.Model):
         # Set by `from_pretrained` when the checkpoint has them: its vocabulary and casing.
         self.vocab_file = None
         self.lower_case = None
-        init = keras.initializers.TruncatedNormal(stddev=self.config.initializer_range)
         self.embeddings = BertEmbeddings(self.config, name="embeddings")
         self.blocks = [TransformerBlock(self.config, name=f"layer_{i}") for i in range(self.config.num_hidden_layers)]
-        self.pooler = keras.layers.Dense(self.config.hidden_size, activation="tanh", kernel_initializer=init, name="pooler")
+        self.pooler = keras.layers.Dense(self.config.hidden_size, activation="tanh",
+                                          kernel_initializer=weight_initializer(self.config), name="pooler")
         self.build()
 
     def build(self, input_shape=None):

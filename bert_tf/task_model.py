@@ -20,6 +20,7 @@ import abc
 
 import keras
 
+from bert_tf.layers import weight_initializer
 from bert_tf.model import BertModel
 
 
@@ -38,7 +39,7 @@ class BertTaskModel(keras.Model, metaclass=abc.ABCMeta):
 
     def head_initializer(self) -> keras.initializers.Initializer:
         """The encoder's own weight initializer, for the head's dense layer."""
-        return keras.initializers.TruncatedNormal(stddev=self.encoder.config.initializer_range)
+        return weight_initializer(self.encoder.config)
 
     @abc.abstractmethod
     def default_loss(self):

@@ -141,6 +141,20 @@ def test_google_weight_names_cover_every_variable(model):
     assert "encoder/layer_1/attention/self/query/kernel" in names and "pooler/dense/bias" in names
 
 
+def test_every_random_weight_is_drawn_on_its_own():
+    """Keras 3 repeats an unseeded initializer's values on every call: no two weights may share one."""
+    from bert_tf import BertClassifier, BertPretrainer
+
+    pretrainer = BertPretrainer(BertModel(CONFIG))
+    classifier = BertClassifier(pretrainer.encoder, num_classes=3)
+    random = {w.path: np.asarray(w).ravel() for w in pretrainer.weights + classifier.weights if np.asarray(w).std() > 0}
+    assert len(random) == 3 + 6 * 2 + 1 + 2 + 1  # embeddings, 6 kernels per block, pooler, MLM, NSP, classifier
+    leading = {path: tuple(values[:8]) for path, values in random.items()}
+    assert len(set(leading.values())) == len(leading)
+    for path, values in random.items():
+        assert abs(values.std() - 0.0176) < 0.003 and np.abs(values).max() <= 2 * CONFIG.initializer_range, path
+
+
 def test_mixed_precision_keeps_softmax_and_layer_norm_in_float32():
     keras.mixed_precision.set_global_policy("mixed_float16")
     try:

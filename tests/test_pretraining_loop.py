@@ -73,8 +73,11 @@ def test_mirrored_strategy_on_two_logical_cpus_matches_one_device(tmp_path):
                                  "--weights-out", tmp_path / "two.npz"))
     assert "FINISHED step=3" in output
     one, two = np.load(tmp_path / "one.npz"), np.load(tmp_path / "two.npz")
+    # Adam divides each gradient element by its own running size, so an element whose gradient
+    # nearly cancels out can move by a few percent of the learning rate (1e-3) when two replicas
+    # sum it in another order; a wrong reduction (e.g. per-replica clipping) moves whole steps.
     for name in one.files:
-        np.testing.assert_allclose(two[name], one[name], atol=1e-5, err_msg=name)
+        np.testing.assert_allclose(two[name], one[name], atol=5e-5, err_msg=name)
 
 
 def free_port():

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from bert_tf.config import BertConfig
 from bert_tf.layers.dropout import Dropout
+from bert_tf.layers.initializer import weight_initializer
 
 # Added to the scores of padded key positions: exp() of it is exactly 0 in float32.
 MASKED_SCORE = -1e9
@@ -32,12 +33,12 @@ class SelfAttention(keras.layers.Layer):
     def __init__(self, config: BertConfig, **kwargs):
         super().__init__(**kwargs)
         self.config = config
-        init = keras.initializers.TruncatedNormal(stddev=config.initializer_range)
         hidden = config.hidden_size
-        self.query = keras.layers.Dense(hidden, kernel_initializer=init, name="query")
-        self.key = keras.layers.Dense(hidden, kernel_initializer=init, name="key")
-        self.value = keras.layers.Dense(hidden, kernel_initializer=init, name="value")
-        self.output_dense = keras.layers.Dense(hidden, kernel_initializer=init, name="output_dense")
+        self.query = keras.layers.Dense(hidden, kernel_initializer=weight_initializer(config), name="query")
+        self.key = keras.layers.Dense(hidden, kernel_initializer=weight_initializer(config), name="key")
+        self.value = keras.layers.Dense(hidden, kernel_initializer=weight_initializer(config), name="value")
+        self.output_dense = keras.layers.Dense(hidden, kernel_initializer=weight_initializer(config),
+                                               name="output_dense")
         self.probs_dropout = Dropout(config.attention_probs_dropout_prob)
 
     def build(self, input_shape=None):

@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from bert_tf.config import BertConfig
 from bert_tf.layers.dropout import Dropout
+from bert_tf.layers.initializer import weight_initializer
 from bert_tf.layers.layer_norm import LayerNormalization
 
 
@@ -14,14 +15,15 @@ class BertEmbeddings(keras.layers.Layer):
     def __init__(self, config: BertConfig, **kwargs):
         super().__init__(**kwargs)
         self.config = config
-        init = keras.initializers.TruncatedNormal(stddev=config.initializer_range)
         self.word_embeddings = keras.layers.Embedding(
-            config.vocab_size, config.hidden_size, embeddings_initializer=init, name="word_embeddings"
+            config.vocab_size, config.hidden_size, embeddings_initializer=weight_initializer(config),
+            name="word_embeddings"
         )
         self.token_type_embeddings = keras.layers.Embedding(
-            config.type_vocab_size, config.hidden_size, embeddings_initializer=init, name="token_type_embeddings"
+            config.type_vocab_size, config.hidden_size, embeddings_initializer=weight_initializer(config),
+            name="token_type_embeddings"
         )
-        self.position_initializer = init
+        self.position_initializer = weight_initializer(config)
         # LayerNorm runs in float32 even under a mixed-precision policy.
         self.layer_norm = LayerNormalization(epsilon=config.layer_norm_eps, name="layer_norm")
         self.dropout = Dropout(config.hidden_dropout_prob)

@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from bert_tf.config import BertConfig
 from bert_tf.layers.activated_dense import ActivatedDense
+from bert_tf.layers.initializer import weight_initializer
 from bert_tf.layers.layer_norm import LayerNormalization
 
 
@@ -22,7 +23,7 @@ class MaskedLMHead(keras.layers.Layer):
         self.dense = ActivatedDense(
             config.hidden_size,
             config.hidden_act,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
+            kernel_initializer=weight_initializer(config),
             name="transform_dense",
         )
         self.layer_norm = LayerNormalization(epsilon=config.layer_norm_eps, name="layer_norm")

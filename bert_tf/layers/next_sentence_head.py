@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.config import BertConfig
+from bert_tf.layers.initializer import weight_initializer
 
 
 class NextSentenceHead(keras.layers.Layer):
@@ -20,7 +21,7 @@ class NextSentenceHead(keras.layers.Layer):
         self.output_weights = self.add_weight(
             name="output_weights",
             shape=(2, self.config.hidden_size),
-            initializer=keras.initializers.TruncatedNormal(stddev=self.config.initializer_range),
+            initializer=weight_initializer(self.config),
         )
         self.output_bias = self.add_weight(name="output_bias", shape=(2,), initializer="zeros")
         self.built = True

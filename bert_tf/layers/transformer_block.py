@@ -7,6 +7,7 @@ from bert_tf.config import BertConfig
 from bert_tf.layers.activated_dense import ActivatedDense
 from bert_tf.layers.attention import SelfAttention
 from bert_tf.layers.dropout import Dropout
+from bert_tf.layers.initializer import weight_initializer
 from bert_tf.layers.layer_norm import LayerNormalization
 
 
@@ -16,14 +17,14 @@ class TransformerBlock(keras.layers.Layer):
     def __init__(self, config: BertConfig, **kwargs):
         super().__init__(**kwargs)
         self.config = config
-        init = keras.initializers.TruncatedNormal(stddev=config.initializer_range)
         self.attention = SelfAttention(config, name="attention")
         self.attention_dropout = Dropout(config.hidden_dropout_prob)
         # LayerNorms run in float32 even under a mixed-precision policy.
         self.attention_layer_norm = LayerNormalization(epsilon=config.layer_norm_eps, name="attention_layer_norm")
-        self.intermediate = ActivatedDense(config.intermediate_size, config.hidden_act, kernel_initializer=init,
+        self.intermediate = ActivatedDense(config.intermediate_size, config.hidden_act, kernel_initializer=weight_initializer(config),
                                            name="intermediate")
-        self.output_dense = keras.layers.Dense(config.hidden_size, kernel_initializer=init, name="output_dense")
+        self.output_dense = keras.layers.Dense(config.hidden_size, kernel_initializer=weight_initializer(config),
+                                               name="output_dense")
         self.output_dropout = Dropout(config.hidden_dropout_prob)
         self.output_layer_norm = LayerNormalization(epsilon=config.layer_norm_eps, name="output_layer_norm")
 
