@@ -10,7 +10,8 @@ So the peak is timed as chains of dependent products inside one `tf.function` (e
 feeds the next, so none can be skipped or merged; ~60 GFLOP per call), at BERT's own shapes
 and at large square ones, interleaved over several rounds; the peak is the best call of the
 best shape (`Timing.best`), and, less disturbed by other processes, the median rate per CPU
-second (`Timing.cpu_median`). `float32_error` checks that float32 products really are float32
+second (`Timing.cpu_median`). `benchmarks.inference` times that best chain again in the same
+rounds as the models it compares with it, so that both see the machine in the same state. `float32_error` checks that float32 products really are float32
 (oneDNN would use bfloat16 arithmetic with ONEDNN_DEFAULT_FPMATH_MODE=BF16).
 
 Example:

@@ -24,9 +24,12 @@ def test_quick_inference_benchmark_writes_its_section_and_json(tmp_path):
     data = json.loads((tmp_path / "results" / "inference.json").read_text(encoding="utf-8"))
     assert data["quick"] and data["command"] == f"python -m benchmarks.run --quick --only inference --output-dir {tmp_path}"
     assert data["machine"]["cpu_model"] and data["machine"]["versions"]["tensorflow"]
-    assert set(data["results"]) == {"1", "2"} and data["peak_gflops_best_call"] > 0
-    for timings in data["results"].values():
+    assert set(data["results"]) == {"1", "2"} == set(data["peak_same_rounds"])
+    for batch, timings in data["results"].items():
         assert all(len(timing["seconds"]) == 2 for timing in timings.values())
+        # The sweep's fastest chain is timed again with the models, and the shares divide by it.
+        assert data["peak_chain"] in timings
+        assert data["peak_same_rounds"][batch]["best"] == timings[data["peak_chain"]]["max_per_s"] > 0
 
 
 def test_quick_techniques_benchmark_times_every_variant_and_restores_the_originals(tmp_path):
