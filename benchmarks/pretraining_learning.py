@@ -3,7 +3,8 @@
 Prepares the corpus with `bert-tf prepare-corpus`, holds one book out, pre-trains on the
 rest with `bert-tf pretrain`'s code (MLM + NSP, dynamic masking), then measures masked-LM
 and next-sentence accuracy on the held-out book against chance, plots the loss curve, and
-appends the figures to benchmarks/RESULTS.md.
+writes the figures to its section of benchmarks/RESULTS.md (replaced on each run) and
+benchmarks/results/pretraining_learning.json.
 
     python -m benchmarks.pretraining_learning --minutes 15 --out /tmp/pretraining_learning
 
@@ -26,6 +27,7 @@ import numpy as np
 
 DATA = Path(os.environ.get("BERT_TF_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 HELD_OUT_BOOK = "1260.txt"  # Jane Eyre: not seen in pre-training
+NAME = "pretraining_learning"  # its RESULTS.md section and results/NAME.json
 
 
 def loss_curve(log_dir: Path, png: Path) -> list[tuple[int, float]]:
@@ -88,6 +90,7 @@ def main(argv=None) -> int:
     if not (DATA / "corpus").is_dir():
         print(f"Skipped: the shared corpus is not at {DATA / 'corpus'}.")
         return 0
+    from benchmarks.report import BenchmarkResult, write_result
     from bert_tf.training import PretrainingConfig, run_pretraining
     from pipelines.corpus import prepare_corpus
     from pipelines.pretraining import pretraining_dataset_fn
@@ -127,8 +130,10 @@ def main(argv=None) -> int:
 
 Training loss from {points[0][1]:.2f} (step {points[0][0]}) to {points[-1][1]:.2f} (step {points[-1][0]}); curve: `benchmarks/pretraining_loss.png`.
 """
-    with open(args.results, "a", encoding="utf-8") as results:
-        results.write(section)
+    data = {"command": command, "steps": result.step, "minutes": wall / 60, "held_out": scores,
+            "loss_curve": points}
+    results_md = Path(args.results)
+    write_result(BenchmarkResult(NAME, section, data), results_md, results_md.parent / "results")
     print(section)
     return 0
 
