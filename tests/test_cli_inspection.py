@@ -71,6 +71,28 @@ def test_embed_sentence_and_token_vectors(capsys, caplog, tmp_path, pretrainer_d
     assert [t["token"] for t in records[0]["tokens"]][:3] == ["[CLS]", "i", "opened"]
 
 
+def test_embed_text_pairs(capsys, tmp_path, pretrainer_dir):
+    from bert_tf.inspection import EmbeddingConfig, TextEmbedder, load_inspection_model
+
+    pairs = [("who sat on the bank ?", "we sat on the river bank ."), ("i opened", "a bank account")]
+    source = tmp_path / "pairs.tsv"
+    source.write_text("".join(f"{first}\t{second}\n" for first, second in pairs))
+    code, out, err = run(capsys, "embed", "--model", pretrainer_dir, "--in", source, "--out", tmp_path / "p.jsonl",
+                         "--pairs", "--pooling", "cls", "--no-progress")
+    assert code == 0, err
+    assert "Wrote sentence vectors (cls pooling) of 2 text pair(s), size 32" in out
+    records = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text().splitlines()]
+    assert [record["text"] for record in records] == [f"{first}\t{second}" for first, second in pairs]
+    model = load_inspection_model(pretrainer_dir)
+    expected = TextEmbedder(model.encoder, model.tokenizer, max_length=model.max_length).embed(
+        pairs, EmbeddingConfig(pooling="cls"))
+    np.testing.assert_allclose([record["vector"] for record in records], expected, atol=1e-5)
+
+    code, _, err = run(capsys, "embed", "--model", pretrainer_dir, "--in", source, "--out", tmp_path / "t.jsonl",
+                       "--pairs", "--tokens")
+    assert code == 2 and "--pairs embeds pairs as one vector each" in err
+
+
 def test_embed_errors(capsys, tmp_path, pretrainer_dir):
     empty = tmp_path / "empty.txt"
     empty.write_text("")

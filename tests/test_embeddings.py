@@ -179,3 +179,59 @@ def test_embed_file_bad_input_is_clear_and_writes_nothing(tmp_path, embedder):
     with pytest.raises(ValueError, match="write them to a .jsonl"):
         embed_file(embedder, tmp_path / "blank.txt", tmp_path / "out.npy", tokens=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["blank.txt", "empty.txt"]
+
+
+PAIRS = [("who sat on the bank ?", "we sat on the river bank ."), ("i opened", "a bank account"), ("", "the store")]
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_text_pairs_are_encoded_together_as_bert_reads_them(encoder, tokenizer, embedder, pooling):
+    """[CLS] first [SEP] second [SEP] with segment ids 0 then 1, batched with padding = each pair alone."""
+    config = EmbeddingConfig(pooling=pooling, batch_size=2)
+    vectors = embedder.embed(PAIRS, config)
+    assert vectors.shape == (len(PAIRS), CONFIG.hidden_size)
+    vocabulary = tokenizer.vocabulary
+    for (first, second), vector in zip(PAIRS, vectors):
+        first_ids, second_ids = (tokenizer.tokenize(text).numpy().tolist() for text in (first, second))
+        ids = [vocabulary.cls_id, *first_ids, vocabulary.sep_id, *second_ids, vocabulary.sep_id]
+        types = [0] * (len(first_ids) + 2) + [1] * (len(second_ids) + 1)
+        hidden = encoder({"input_word_ids": np.array([ids]), "input_type_ids": np.array([types])})["sequence_output"]
+        np.testing.assert_allclose(vector, numpy_pool(hidden[0].numpy(), np.ones(len(ids)), pooling), atol=2e-5)
+    # A pair is not the same as its texts joined: the segment ids and the [SEP] between them count.
+    joined = embedder.embed([f"{first} {second}" for first, second in PAIRS], config)
+    assert np.abs(joined - vectors).max() > 1e-3
+
+
+def test_text_pairs_from_a_dataset_and_their_errors(embedder, caplog, encoder, tokenizer):
+    import tensorflow as tf
+
+    dataset = tf.data.Dataset.from_tensor_slices(([first for first, _ in PAIRS], [second for _, second in PAIRS]))
+    batches = list(embedder.iter_sentence_vectors(dataset, EmbeddingConfig(batch_size=2)))
+    assert [text for texts, _ in batches for text in texts] == [f"{first}\t{second}" for first, second in PAIRS]
+    np.testing.assert_allclose(np.concatenate([v for _, v in batches]), embedder.embed(PAIRS), atol=1e-6)
+
+    with pytest.raises(ValueError, match="all strings or all \\(first, second\\) pairs of strings; item 1 is 'a cat'"):
+        embedder.embed([("a", "b"), "a cat"])
+    with pytest.raises(ValueError, match="item 0 is \\('a', 'b', 'c'\\)"):
+        embedder.embed([("a", "b", "c")])
+    with pytest.raises(ValueError, match="Token vectors are per text"):
+        embedder.embed_tokens(PAIRS)
+
+    short = TextEmbedder(encoder, tokenizer, max_length=8)
+    with caplog.at_level(logging.WARNING, logger="bert_tf"):
+        short.embed([("i opened", "a bank account"), ("i opened", "a bank account a")])  # 8 tokens fit; 9 do not
+    assert "1 text(s) longer than 8 tokens were truncated (texts 2," in caplog.text
+
+
+def test_embed_file_pairs(tmp_path, embedder):
+    source = tmp_path / "pairs.tsv"
+    source.write_text("".join(f"{first}\t{second}\n" for first, second in PAIRS), encoding="utf-8")
+    assert embed_file(embedder, source, tmp_path / "pairs.npy", progress=False, pairs=True) == len(PAIRS)
+    np.testing.assert_allclose(np.load(tmp_path / "pairs.npy"), embedder.embed(PAIRS), atol=1e-6)
+
+    (tmp_path / "bad.tsv").write_text("a\tb\nno tab here\nc\td\n\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="2 line\\(s\\) have no tab between the two texts of a pair \\(lines 2, 4\\)"):
+        embed_file(embedder, tmp_path / "bad.tsv", tmp_path / "bad.npy", pairs=True)
+    with pytest.raises(ValueError, match="embed text pairs as sentence vectors"):
+        embed_file(embedder, source, tmp_path / "t.jsonl", tokens=True, pairs=True)
+    assert not (tmp_path / "bad.npy").exists()

@@ -1,4 +1,4 @@
-"""`bert-tf embed`: a text file (one text per line) → sentence vectors (.npy/.jsonl) or token vectors (.jsonl)."""
+"""`bert-tf embed`: a text file (one text or tab-separated pair per line) → sentence vectors or token vectors."""
 
 from bert_tf.cli.model_arguments import add_model_arguments, load_model
 from bert_tf.inspection.embeddings import LAST_FOUR_LAYERS, POOLINGS
@@ -21,6 +21,9 @@ def register(commands) -> None:
                         help="transformer block to read: 0 is the first, -1 the last (default); several, as "
                              "'--layer -4 -3 -2 -1', are concatenated; 'last4' is that (the paper's best "
                              "feature-based setting)")
+    parser.add_argument("--pairs", action="store_true",
+                        help="each line is a text pair, 'first<TAB>second' (e.g. question and passage), encoded "
+                             "together as BERT reads sentence pairs; one vector per pair")
     parser.add_argument("--tokens", action="store_true",
                         help="write token vectors (.jsonl) instead of sentence vectors")
     parser.add_argument("--normalize", action="store_true", help="scale every vector to unit L2 length")
@@ -42,6 +45,9 @@ def _layers(values: list[str]) -> tuple[int, ...]:
 def run(args) -> None:
     from bert_tf.inspection import EmbeddingConfig, TextEmbedder, embed_file
 
+    if args.tokens and args.pairs:
+        raise ValueError("--tokens writes the vectors of single texts' tokens; --pairs embeds pairs as one vector each. "
+                         "Give one of them.")
     if args.tokens and args.pooling:
         raise ValueError("--pooling makes one vector per text; --tokens writes one per token. Give one of them.")
     model = load_model(args)
@@ -50,6 +56,7 @@ def run(args) -> None:
     config = EmbeddingConfig(pooling=args.pooling or "mean", layers=_layers(args.layer), normalize=args.normalize,
                              skip_special_tokens=args.skip_special, batch_size=args.batch_size)
     embedder = TextEmbedder(model.encoder, model.tokenizer, config, max_length=model.max_length)
-    count = embed_file(embedder, args.input, args.out, tokens=args.tokens, progress=not args.no_progress)
+    count = embed_file(embedder, args.input, args.out, tokens=args.tokens, progress=not args.no_progress,
+                       pairs=args.pairs)
     what = "token vectors of" if args.tokens else f"sentence vectors ({config.pooling} pooling) of"
-    print(f"Wrote {what} {count} text(s), size {embedder.dim()}, layers {list(config.layers)}, to {args.out}")
+    print(f"Wrote {what} {count} text{' pair' if args.pairs else ''}(s), size {embedder.dim()}, layers {list(config.layers)}, to {args.out}")

@@ -1,9 +1,10 @@
-"""`embed_file`: a text file (one text per line) → sentence vectors (.npy or .jsonl) or token vectors (.jsonl).
+"""`embed_file`: a text file (one text, or one tab-separated pair, per line) → sentence or token vectors.
 
 Lines are streamed through tf.data, so files larger than memory work; a .npy output is filled
 through a memory map. The output is written next to its final name and moved into place at the
 end: an interrupted run leaves no half-written file. Row i of the output is line i + 1 of the
-input (empty lines included, embedded as empty texts, with a warning).
+input (empty lines included, embedded as empty texts, with a warning). With `pairs=True`, each line
+is a text pair, `first<TAB>second` (e.g. a question and a passage), embedded together.
 
 Example:
     >>> embedder = TextEmbedder(model.encoder, model.tokenizer, EmbeddingConfig(pooling="cls"))  # doctest: +SKIP
@@ -27,7 +28,7 @@ OUTPUT_SUFFIXES = (".npy", ".jsonl")
 
 
 def embed_file(embedder: TextEmbedder, in_path, out_path, tokens: bool = False, progress: bool = True,
-               config: EmbeddingConfig | None = None) -> int:
+               config: EmbeddingConfig | None = None, pairs: bool = False) -> int:
     """Embeds every line of `in_path` into `out_path` (with `config`, default the embedder's); returns the line count.
 
     `out_path` ending in .npy: float32 [lines, dim]. Ending in .jsonl: one JSON object per line,
@@ -40,8 +41,12 @@ def embed_file(embedder: TextEmbedder, in_path, out_path, tokens: bool = False, 
         raise ValueError(f"{out_path}: the output must end in .npy or .jsonl.")
     if tokens and suffix != ".jsonl":
         raise ValueError(f"{out_path}: token vectors have a different count per text; write them to a .jsonl file.")
-    num_lines = _count_lines(in_path)
+    if tokens and pairs:
+        raise ValueError("Token vectors are per text: embed text pairs as sentence vectors (without tokens).")
+    num_lines = _count_lines(in_path, pairs)
     texts = tf.data.TextLineDataset(str(in_path))
+    if pairs:
+        texts = texts.map(_split_pair)
     staging = out_path.with_name(f".{out_path.name}.partial")
     out_path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -71,16 +76,28 @@ def embed_file(embedder: TextEmbedder, in_path, out_path, tokens: bool = False, 
     return num_lines
 
 
-def _count_lines(path: Path) -> int:
-    """The number of lines (as tf.data.TextLineDataset reads them); an error when there is no text at all."""
+def _split_pair(line):
+    """`first<TAB>second` → (first, second); the second may hold more tabs."""
+    parts = tf.strings.split(line, "\t", maxsplit=1)
+    return parts[0], parts[1]
+
+
+def _count_lines(path: Path, pairs: bool = False) -> int:
+    """The number of lines (as tf.data.TextLineDataset reads them); an error when there is no text at all,
+    or, for `pairs`, when a line has no tab."""
     if not path.is_file():
         raise FileNotFoundError(f"Input file not found: {path}")
-    empty = []
+    empty, untabbed = [], []
     count = 0
     with path.open("rb") as file:
         for count, line in enumerate(file, start=1):
             if not line.strip():
                 empty.append(count)
+            if pairs and b"\t" not in line:
+                untabbed.append(count)
+    if untabbed:
+        raise ValueError(f"{path}: {len(untabbed)} line(s) have no tab between the two texts of a pair (lines "
+                         f"{', '.join(map(str, untabbed[:10]))}{' ...' if len(untabbed) > 10 else ''}).")
     if len(empty) == count:
         raise ValueError(f"{path} has no text to embed ({'empty file' if count == 0 else 'only blank lines'}); "
                          "it should hold one text per line.")

@@ -3,7 +3,9 @@
 Texts go in batches through the in-graph `BertPreprocessor`, which pads each batch only to its
 longest text (in a parallel tf.data pipeline when the texts come as a dataset, e.g. a file); the
 encoder runs in one traced function, and only the requested vectors leave it.
-Texts longer than `max_length` tokens are truncated, with one warning naming them.
+Texts longer than `max_length` tokens are truncated, with one warning naming them. Sentence
+vectors also take text pairs, `(first, second)`, encoded together as BERT's sentence-pair tasks
+read them ([CLS] first [SEP] second [SEP], segment ids 0 and 1).
 
 Layers are the transformer blocks: 0 is the first, -1 (default) the last; a tuple of layers is
 concatenated, `LAST_FOUR_LAYERS` being the paper's best feature-based setting (Devlin et al.,
@@ -17,6 +19,8 @@ Example (the contextual vector of "bank" depends on the sentence; the word embed
     >>> float(cosine_similarity(money.word_vector("bank"), river.word_vector("bank"))) < 1.0  # doctest: +SKIP
     True
     >>> embedder.embed(["a cat sat", "a dog"], EmbeddingConfig(pooling="cls", normalize=True)).shape  # doctest: +SKIP
+    (2, 256)
+    >>> embedder.embed([("who sat?", "a cat sat"), ("who ran?", "a dog")]).shape  # doctest: +SKIP
     (2, 256)
 """
 
@@ -119,10 +123,14 @@ class TextEmbedder:
         self.tokenizer = tokenizer
         self.max_length = max_length
         self.preprocessor = BertPreprocessor(tokenizer, seq_length=max_length, padding="longest")
-        texts_signature = [tf.TensorSpec([None], tf.string)]
-        self._prepare_texts = tf.function(lambda texts: self._prepare(texts, False), input_signature=texts_signature)
-        self._prepare_texts_with_offsets = tf.function(lambda texts: self._prepare(texts, True),
-                                                       input_signature=texts_signature)
+        texts = tf.TensorSpec([None], tf.string)
+        # (segments per example, with character offsets) → traced preprocessing
+        self._prepare_functions = {
+            (1, False): tf.function(lambda first: self._prepare((first,), False), input_signature=[texts]),
+            (1, True): tf.function(lambda first: self._prepare((first,), True), input_signature=[texts]),
+            (2, False): tf.function(lambda first, second: self._prepare((first, second), False),
+                                    input_signature=[texts, texts]),
+        }
         self._vector_functions = {}  # (config, per token) → traced encoder + pooling
         self.config = config
         self._vector_function(config, per_token=False)  # checks the config against the encoder now
@@ -133,8 +141,9 @@ class TextEmbedder:
         size = self.encoder.config.hidden_size * len(config.layers)
         return 2 * size if config.pooling == "mean_max" else size
 
-    def embed(self, texts: Sequence[str], config: EmbeddingConfig | None = None, progress: bool = False) -> np.ndarray:
-        """Sentence vectors, float32 [len(texts), dim]."""
+    def embed(self, texts: Sequence[str] | Sequence[tuple[str, str]], config: EmbeddingConfig | None = None,
+              progress: bool = False) -> np.ndarray:
+        """Sentence vectors, float32 [len(texts), dim]; `texts` are strings, or `(first, second)` pairs."""
         batches = [vectors for _, vectors in self.iter_sentence_vectors(texts, config, progress=progress)]
         return np.concatenate(batches) if batches else np.zeros((0, self.dim(config)), np.float32)
 
@@ -145,7 +154,11 @@ class TextEmbedder:
 
     def iter_sentence_vectors(self, texts, config: EmbeddingConfig | None = None, progress: bool = False,
                               total: int | None = None) -> Iterator[tuple[list[str], np.ndarray]]:
-        """(texts, vectors [batch, dim]) batch by batch; `texts` may be a list or a tf.data string dataset."""
+        """(texts, vectors [batch, dim]) batch by batch; `texts` may be a list or a tf.data string dataset.
+
+        Text pairs: a list of `(first, second)` or a dataset of string pairs; each is yielded back
+        as `"first<TAB>second"`.
+        """
         config = config or self.config
         vectors_of = self._vector_function(config, per_token=False)
         for batch in self._batches(texts, config.batch_size, with_offsets=False, progress=progress, total=total):
@@ -179,19 +192,22 @@ class TextEmbedder:
         starting a tf.data iterator costs about a second here (it instantiates the tokenizer's
         tables), which would dominate interactive use on a few texts.
         """
-        prepare = self._prepare_texts_with_offsets if with_offsets else self._prepare_texts
         if isinstance(texts, tf.data.Dataset):
+            segments = len(texts.element_spec) if isinstance(texts.element_spec, tuple) else 1
+            prepare = self._prepare_function(segments, with_offsets)
             batches = (texts.batch(batch_size).map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
                        .prefetch(tf.data.AUTOTUNE))
         else:
             texts = list(texts)
             total = len(texts)
-            batches = (prepare(tf.constant(texts[start:start + batch_size], tf.string))
+            columns = _segment_columns(texts)
+            prepare = self._prepare_function(len(columns), with_offsets)
+            batches = (prepare(*(tf.constant(column[start:start + batch_size], tf.string) for column in columns))
                        for start in range(0, len(texts), batch_size))
         truncated, seen = [], 0
         with tqdm(total=total, unit="text", desc="embedding", disable=not progress) as bar:
             for batch in batches:
-                too_long = np.flatnonzero(batch["num_tokens"].numpy() > self.max_length - 2)
+                too_long = np.flatnonzero(batch["truncated"].numpy())
                 truncated.extend((seen + too_long + 1).tolist())
                 seen += len(batch["text"])
                 yield batch
@@ -201,14 +217,23 @@ class TextEmbedder:
                 "%d text(s) longer than %d tokens were truncated (texts %s%s, counting from 1).", len(truncated),
                 self.max_length, ", ".join(map(str, truncated[:10])), " ..." if len(truncated) > 10 else "")
 
-    def _prepare(self, texts, with_offsets: bool) -> dict:
-        batch = dict(self.preprocessor(texts), text=texts)
+    def _prepare_function(self, segments: int, with_offsets: bool):
+        if (segments, with_offsets) not in self._prepare_functions:
+            raise ValueError("Token vectors are per text: give single texts, not pairs." if segments == 2 and
+                             with_offsets else f"Texts must be strings or pairs of strings, not {segments}-tuples.")
+        return self._prepare_functions[segments, with_offsets]
+
+    def _prepare(self, segments: tuple, with_offsets: bool) -> dict:
+        """Ids of one batch of texts (`segments`: (texts,) or (firsts, seconds)), the texts, and which were truncated."""
+        texts = segments[0] if len(segments) == 1 else tf.strings.join(list(segments), separator="\t")
+        batch = dict(self.preprocessor(list(segments)), text=texts)
         # The preprocessor truncates silently, so the full token counts come from tokenizing once more.
         if with_offsets:
             ids, batch["starts"], batch["ends"] = self.tokenizer.tokenize_with_offsets(texts, unit="UTF8_CHAR")
+            num_tokens = ids.row_lengths()
         else:
-            ids = self.tokenizer.tokenize(texts)
-        batch["num_tokens"] = ids.row_lengths()
+            num_tokens = tf.add_n([self.tokenizer.tokenize(segment).row_lengths() for segment in segments])
+        batch["truncated"] = num_tokens > self.max_length - 1 - len(segments)  # [CLS], and [SEP] after each
         return batch
 
     def _vector_function(self, config: EmbeddingConfig, per_token: bool):
@@ -241,6 +266,21 @@ class TextEmbedder:
     def _token_vectors(self, inputs, config: EmbeddingConfig, layers: tuple[int, ...]):
         hidden = _concatenated(self.encoder(inputs, training=False), layers)
         return l2_normalize(hidden) if config.normalize else hidden
+
+
+def _segment_columns(texts: list) -> list[list[str]]:
+    """[texts] for strings, [firsts, seconds] for (first, second) pairs; a clear error for anything else."""
+    def is_pair(item) -> bool:
+        return isinstance(item, (tuple, list)) and len(item) == 2 and all(isinstance(text, str) for text in item)
+
+    if all(isinstance(text, str) for text in texts):
+        return [texts]
+    if all(is_pair(text) for text in texts):
+        return [[first for first, _ in texts], [second for _, second in texts]]
+    like_first = is_pair if is_pair(texts[0]) else (lambda item: isinstance(item, str))
+    bad = next(index for index, text in enumerate(texts) if not like_first(text))
+    raise ValueError(f"Texts must be all strings or all (first, second) pairs of strings; item {bad} is "
+                     f"{texts[bad]!r} (item 0 is {texts[0]!r}).")
 
 
 def _concatenated(outputs, layers: tuple[int, ...]):
