@@ -49,8 +49,8 @@ def _inference_rows(data: dict) -> list[list[str]]:
         ours, peak = results[OURS], data["peak_same_rounds"][batch]
         best_fraction = ours["max_per_s"] * per_sequence / peak["best"]
         cpu_fraction = ours["cpu_median_per_s"] * per_sequence / peak["cpu_median"]
-        rows.append(_row(f"inference batch {batch}: best call's share of the float32 matmul peak's best call (same rounds)",
-                         best_fraction, 0.9, "%", f"on the CPU-time basis: {cpu_fraction:.1%}"))
+        rows.append(_row(f"inference batch {batch}: best call's share of the float32 matmul peak's best call "
+                         "(same rounds)", best_fraction, 0.9, "%", f"on the CPU-time basis: {cpu_fraction:.1%}"))
         # Other packages only (not bert_tf's own XLA variant; the matmul chain is named "[m,k]x...").
         others = {n: r for n, r in results.items() if not n.startswith(("bert_tf", "["))}
         fastest = max(others, key=lambda n: others[n]["median_per_s"])

@@ -46,8 +46,8 @@ def run(args) -> None:
     from bert_tf.inspection import EmbeddingConfig, TextEmbedder, embed_file
 
     if args.tokens and args.pairs:
-        raise ValueError("--tokens writes the vectors of single texts' tokens; --pairs embeds pairs as one vector each. "
-                         "Give one of them.")
+        raise ValueError("--tokens writes the vectors of single texts' tokens; --pairs embeds pairs as one vector "
+                         "each. Give one of them.")
     if args.tokens and args.pooling:
         raise ValueError("--pooling makes one vector per text; --tokens writes one per token. Give one of them.")
     model = load_model(args)
@@ -59,4 +59,5 @@ def run(args) -> None:
     count = embed_file(embedder, args.input, args.out, tokens=args.tokens, progress=not args.no_progress,
                        pairs=args.pairs)
     what = "token vectors of" if args.tokens else f"sentence vectors ({config.pooling} pooling) of"
-    print(f"Wrote {what} {count} text{' pair' if args.pairs else ''}(s), size {embedder.dim()}, layers {list(config.layers)}, to {args.out}")
+    texts = "text pair(s)" if args.pairs else "text(s)"
+    print(f"Wrote {what} {count} {texts}, size {embedder.dim()}, layers {list(config.layers)}, to {args.out}")

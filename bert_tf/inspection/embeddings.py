@@ -224,7 +224,7 @@ class TextEmbedder:
         return self._prepare_functions[segments, with_offsets]
 
     def _prepare(self, segments: tuple, with_offsets: bool) -> dict:
-        """Ids of one batch of texts (`segments`: (texts,) or (firsts, seconds)), the texts, and which were truncated."""
+        """Ids of one batch (`segments`: (texts,) or (firsts, seconds)), its texts, and which were truncated."""
         texts = segments[0] if len(segments) == 1 else tf.strings.join(list(segments), separator="\t")
         batch = dict(self.preprocessor(list(segments)), text=texts)
         # The preprocessor truncates silently, so the full token counts come from tokenizing once more.

@@ -20,10 +20,15 @@ import keras
 import tensorflow as tf
 
 
+def _centered_and_variance(x):
+    """(x − mean, variance) over the last axis of a float32 `x`."""
+    centered = x - tf.reduce_mean(x, axis=-1, keepdims=True)
+    return centered, tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
+
+
 def _normalize(x, gamma, beta, epsilon):
     """(x − mean) / √(variance + ε) · γ + β over the last axis of a float32 `x`."""
-    centered = x - tf.reduce_mean(x, axis=-1, keepdims=True)
-    variance = tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
+    centered, variance = _centered_and_variance(x)
     return beta + centered * (tf.math.rsqrt(variance + epsilon) * gamma)
 
 
@@ -35,8 +40,8 @@ def _normalize_fused(rows, gamma, beta, epsilon):
 @tf.function(jit_compile=True, autograph=False, reduce_retracing=True)
 def _normalize_gradients(rows, gamma, upstream, epsilon):
     """Gradients for rows, γ and β of `_normalize`, given the upstream gradient; rows [n, hidden]."""
-    centered = rows - tf.reduce_mean(rows, axis=-1, keepdims=True)
-    inverse_std = tf.math.rsqrt(tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True) + epsilon)
+    centered, variance = _centered_and_variance(rows)
+    inverse_std = tf.math.rsqrt(variance + epsilon)
     normalized = centered * inverse_std
     upstream_normalized = upstream * gamma
     rows_gradient = inverse_std * (

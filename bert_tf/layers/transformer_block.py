@@ -21,8 +21,8 @@ class TransformerBlock(keras.layers.Layer):
         self.attention_dropout = Dropout(config.hidden_dropout_prob)
         # LayerNorms run in float32 even under a mixed-precision policy.
         self.attention_layer_norm = LayerNormalization(epsilon=config.layer_norm_eps, name="attention_layer_norm")
-        self.intermediate = ActivatedDense(config.intermediate_size, config.hidden_act, kernel_initializer=weight_initializer(config),
-                                           name="intermediate")
+        self.intermediate = ActivatedDense(config.intermediate_size, config.hidden_act,
+                                           kernel_initializer=weight_initializer(config), name="intermediate")
         self.output_dense = keras.layers.Dense(config.hidden_size, kernel_initializer=weight_initializer(config),
                                                name="output_dense")
         self.output_dropout = Dropout(config.hidden_dropout_prob)
@@ -59,7 +59,8 @@ class TransformerBlock(keras.layers.Layer):
         hidden_states = self._add_and_normalize(residual, attended, self.attention_layer_norm)
         # Feed-forward on each token alone, as 2-D matrix multiplies.
         tokens = tf.reshape(hidden_states, [-1, self.config.hidden_size])
-        transformed = tf.reshape(self.output_dense(self.intermediate(tokens, training=training)), tf.shape(hidden_states))
+        transformed = tf.reshape(self.output_dense(self.intermediate(tokens, training=training)),
+                                 tf.shape(hidden_states))
         transformed = self.output_dropout(transformed, training=training)
         return self._add_and_normalize(hidden_states, transformed, self.output_layer_norm), probs
 
