@@ -3,7 +3,8 @@
 Contenders: bert_tf (`bert_tf.inference.inference_function`, with and without XLA), KerasHub
 `BertBackbone` in a `tf.function` (with and without XLA) and transformers `BertModel` on PyTorch
 (eager, `inference_mode`); and, not float32 and so outside the comparison, bert_tf under the
-`mixed_bfloat16` policy, to show what this CPU's bfloat16 units give. Reports sequences/s and
+`mixed_bfloat16` policy, to show what this CPU's bfloat16 units give; and, as a ceiling, bert_tf's
+dense products alone (`projections_only`: not BERT's outputs). Reports sequences/s and
 achieved GFLOP/s (matrix multiplies only) as a share of this machine's float32 matrix-multiply
 peak (`benchmarks.matmul_peak`): a sweep over shapes finds the fastest chain, which is then timed
 again in the same interleaved rounds as the models, next to a chain of BERT's feed-forward products.
@@ -29,11 +30,13 @@ from benchmarks.matmul_peak import float32_error, naive_checks, peak_contenders,
 from benchmarks.report import BenchmarkResult, markdown_table
 from benchmarks.settings import Settings
 from bert_tf.inference import inference_function
+from bert_tf.model import INPUT_NAMES
 
 NAME = "inference"
 OURS = "bert_tf inference_function"
 OURS_XLA = "bert_tf inference_function(jit_compile=True)"
 OURS_BF16 = "bert_tf inference_function, mixed_bfloat16 (not float32)"
+OURS_PROJECTIONS = "bert_tf's dense products alone (a ceiling, not BERT: no attention core, no LayerNorm)"
 KERAS_HUB = "KerasHub BertBackbone, tf.function"
 KERAS_HUB_XLA = "KerasHub BertBackbone, tf.function(jit_compile=True)"
 # Agreement required between the float32 contenders' sequence outputs (same weights).
@@ -42,11 +45,42 @@ TOLERANCE = 1e-4
 GFLOP_PER_CALL = 60.0
 
 
-def encoder_gflops(config: bert_tf.BertConfig, seq_length: int) -> float:
-    """GFLOP of the matrix multiplies of one sequence through the encoder (2 per multiply-add)."""
+def encoder_gflops(config: bert_tf.BertConfig, seq_length: int, attention_core: bool = True) -> float:
+    """GFLOP of the matrix multiplies of one sequence through the encoder (2 per multiply-add).
+
+    `attention_core=False` leaves out the two batched products of attention (scores and context)
+    and the pooler: the work of `projections_only`.
+    """
     hidden, inner = config.hidden_size, config.intermediate_size
-    per_layer = 4 * seq_length * hidden * hidden + 2 * seq_length * hidden * inner + 2 * seq_length**2 * hidden
+    per_layer = 4 * seq_length * hidden * hidden + 2 * seq_length * hidden * inner
+    if not attention_core:
+        return 2 * config.num_hidden_layers * per_layer / 1e9
+    per_layer += 2 * seq_length**2 * hidden
     return 2 * (config.num_hidden_layers * per_layer + hidden * hidden) / 1e9
+
+
+def projections_only(model: bert_tf.BertModel):
+    """A `tf.function` running only `model`'s dense products (same weights, same shapes): a ceiling.
+
+    Each block keeps its six products (query, key, value, attention output, intermediate with its
+    GELU, output) and its residual adds; the attention core (scores, softmax, context), the
+    LayerNorms and the pooler are left out, so the outputs are not BERT's. Its share of the
+    matmul peak bounds what the whole encoder can reach with these matrix-multiply kernels.
+    """
+    hidden = model.config.hidden_size
+
+    @tf.function(input_signature=[{name: tf.TensorSpec([None, None], tf.int32) for name in INPUT_NAMES}])
+    def run(inputs):
+        embedded = model.embeddings(inputs["input_word_ids"], inputs["input_type_ids"], training=False)
+        tokens = tf.reshape(embedded, [-1, hidden])
+        for block in model.blocks:
+            attention = block.attention
+            mixed = tf.add_n([attention.query(tokens), attention.key(tokens), attention.value(tokens)])
+            tokens = attention.output_dense(mixed) + tokens
+            tokens = block.output_dense(block.intermediate(tokens)) + tokens
+        return tf.reshape(tokens, tf.shape(embedded))
+
+    return run
 
 
 def bfloat16_copy(model: bert_tf.BertModel) -> bert_tf.BertModel:
@@ -72,6 +106,7 @@ def _model_calls(ours, ours_bf16, backbone, torch_model, ids) -> dict:
                     "token_type_ids": torch.from_numpy(types.astype(np.int64))}
     ours_fn, ours_xla = inference_function(ours), inference_function(ours, jit_compile=True)
     ours_bf16_fn = inference_function(ours_bf16)
+    ours_projections = projections_only(ours)
     hub_fn = tf.function(lambda x: backbone(x, training=False))
     hub_xla = tf.function(lambda x: backbone(x, training=False), jit_compile=True)
 
@@ -86,13 +121,15 @@ def _model_calls(ours, ours_bf16, backbone, torch_model, ids) -> dict:
         KERAS_HUB_XLA: lambda: np.asarray(hub_xla(hub_inputs)["sequence_output"]),
         TORCH_NAME: torch_call,
         OURS_BF16: lambda: tf.cast(ours_bf16_fn(ours_inputs)["sequence_output"], tf.float32).numpy(),
+        OURS_PROJECTIONS: lambda: ours_projections(ours_inputs).numpy(),
     }
 
 
 def _checked_differences(calls: dict) -> dict:
-    """Largest difference of each contender's output from bert_tf's; float32 ones must be within TOLERANCE."""
+    """Largest difference of each BERT contender's output from bert_tf's; float32 ones must be within TOLERANCE."""
     reference = calls[OURS]()
-    differences = {name: float(np.abs(call() - reference).max()) for name, call in calls.items()}
+    differences = {name: float(np.abs(call() - reference).max()) for name, call in calls.items()
+                   if name != OURS_PROJECTIONS}
     for name, difference in differences.items():
         if name != OURS_BF16 and difference > TOLERANCE:
             raise RuntimeError(f"inference: {name} differs from {OURS} by {difference:.2e} (> {TOLERANCE}).")
@@ -112,6 +149,7 @@ def run(settings: Settings) -> BenchmarkResult:
     batch_sizes = (1, 2) if settings.quick else (1, 8)
     gflop_per_call = 0.05 if settings.quick else GFLOP_PER_CALL
     gflops_per_sequence = encoder_gflops(config, seq_length)
+    gflops = {OURS_PROJECTIONS: encoder_gflops(config, seq_length, attention_core=False)}
 
     naive = naive_checks(256 if settings.quick else 2048)
     error = float32_error()
@@ -147,13 +185,15 @@ def run(settings: Settings) -> BenchmarkResult:
         chain_name = shape_name(batch * seq_length, config.hidden_size, config.intermediate_size)
         peak = peaks[batch] = timings[peak_name]
         models = {name: t for name, t in timings.items() if not name.startswith("[")}  # chains are "[m,k]x..."
-        fastest[batch] = max((n for n in models if n != OURS_BF16), key=lambda n: models[n].median)
+        fastest[batch] = max((n for n in models if n not in (OURS_BF16, OURS_PROJECTIONS)),
+                             key=lambda n: models[n].median)
         for name, timing in models.items():
-            achieved = timing.median * gflops_per_sequence
-            rows.append([batch, name, rate_cell(timing, 2), f"{achieved:.0f}",
-                         f"{timing.best * gflops_per_sequence / peak.best:.0%}",
-                         f"{timing.cpu_median * gflops_per_sequence / peak.cpu_median:.0%}",
-                         f"{ratio(timings, OURS, name):.2f}", f"{differences[batch][name]:.0e}"])
+            per_sequence = gflops.get(name, gflops_per_sequence)
+            difference = differences[batch].get(name)
+            rows.append([batch, name, rate_cell(timing, 2), f"{timing.median * per_sequence:.0f}",
+                         f"{timing.best * per_sequence / peak.best:.0%}",
+                         f"{timing.cpu_median * per_sequence / peak.cpu_median:.0%}",
+                         f"{ratio(timings, OURS, name):.2f}", "" if difference is None else f"{difference:.0e}"])
         for name, role in {chain_name: "BERT's feed-forward chain", peak_name: "peak chain"}.items():
             chain = timings[name]
             rows.append([batch, f"matmul {role} {name} (same rounds)", "", rate_cell(chain, 0),
@@ -170,7 +210,10 @@ def run(settings: Settings) -> BenchmarkResult:
                                                                  in peaks.items()) + "). "
         "\"Best call, of peak\": the contender's best call against that chain's best call in the same rounds "
         "(both the least disturbed by other processes); \"CPU time, of peak\": the same on the CPU-time basis "
-        "(medians per CPU-second of all cores). The last column is the largest difference from bert_tf's output.",
+        "(medians per CPU-second of all cores). The last column is the largest difference from bert_tf's output. "
+        f"The ceiling row runs only the dense products ({gflops[OURS_PROJECTIONS]:.2f} GFLOP per sequence) and "
+        "the residual adds, with the same weights: no encoder built from these matrix-multiply kernels can "
+        "reach a higher share of the peak.",
         markdown_table(["batch", "contender", "sequences/s", "GFLOP/s", "best call, of peak", "CPU time, of peak",
                         "bert_tf ÷ this", "max diff"], rows),
         "Fastest float32 contender (median): " + "; ".join(f"batch {b}: {n}" for b, n in fastest.items()) + ".",
@@ -185,6 +228,7 @@ def run(settings: Settings) -> BenchmarkResult:
         "config": dataclasses.asdict(config),
         "seq_length": seq_length,
         "gflops_per_sequence": gflops_per_sequence,
+        "gflops_per_sequence_of": gflops,
         "peak_chain": peak_name,
         "peak_same_rounds": {str(b): {"best": p.best, "cpu_median": p.cpu_median} for b, p in peaks.items()},
         "peak_sweep": {name: t.summary() for name, t in sweep.items()},

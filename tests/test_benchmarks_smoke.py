@@ -5,7 +5,11 @@ It measures nothing: speed figures come from `python -m benchmarks.run` (benchma
 
 import json
 
+import pytest
+
+import bert_tf
 from benchmarks import run as benchmark_suite
+from benchmarks.inference import OURS_PROJECTIONS, encoder_gflops
 from benchmarks.report import replace_section
 
 
@@ -30,6 +34,21 @@ def test_quick_inference_benchmark_writes_its_section_and_json(tmp_path):
         # The sweep's fastest chain is timed again with the models, and the shares divide by it.
         assert data["peak_chain"] in timings
         assert data["peak_same_rounds"][batch]["best"] == timings[data["peak_chain"]]["max_per_s"] > 0
+        assert timings[OURS_PROJECTIONS]["max_per_s"] > 0
+    assert "ceiling, bert_tf's dense products alone" in (tmp_path / "RESULTS.md").read_text(encoding="utf-8")
+
+
+def test_the_ceiling_counts_every_dense_product_of_the_blocks_and_nothing_else():
+    config = bert_tf.BertConfig.preset("tiny", vocab_size=100)
+    kernels = [weight for block in bert_tf.BertModel(config).blocks for weight in block.weights
+               if weight.name == "kernel"]
+    assert len(kernels) == 6 * config.num_hidden_layers
+    seq_length = 16
+    dense_flops = sum(2 * seq_length * kernel.shape[0] * kernel.shape[1] for kernel in kernels)
+    assert encoder_gflops(config, seq_length, attention_core=False) == pytest.approx(dense_flops / 1e9)
+    attention_core = config.num_hidden_layers * 2 * (2 * seq_length**2 * config.hidden_size)
+    pooler = 2 * config.hidden_size**2
+    assert encoder_gflops(config, seq_length) == pytest.approx((dense_flops + attention_core + pooler) / 1e9)
 
 
 def test_quick_techniques_benchmark_times_every_variant_and_restores_the_originals(tmp_path):
