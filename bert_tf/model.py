@@ -31,9 +31,10 @@ class BertModel(keras.Model):
     tokens; default all ones) and `input_type_ids` (segment ids; default all zeros).
 
     Outputs: a dict with `sequence_output` [batch, seq, hidden], `pooled_output`
-    [batch, hidden], `encoder_outputs` (one [batch, seq, hidden] per block) and, when
-    called with `output_attentions=True`, `attention_probs` (one [batch, heads, seq, seq]
-    per block).
+    [batch, hidden], `encoder_outputs` (one [batch, seq, hidden] per block),
+    `embedding_output` (the embeddings' output that the first block reads: Hugging Face's
+    `hidden_states[0]`) and, when called with `output_attentions=True`, `attention_probs`
+    (one [batch, heads, seq, seq] per block).
     """
 
     # At inference, `pooled_output` and `sequence_output` (what the task heads call) run the blocks on the
@@ -63,7 +64,7 @@ class BertModel(keras.Model):
 
     def call(self, inputs, training=None, output_attentions=False):
         word_ids, mask, type_ids = self._checked_inputs(inputs)
-        hidden_states = self.embeddings(word_ids, type_ids, training=training)
+        embedding_output = hidden_states = self.embeddings(word_ids, type_ids, training=training)
         encoder_outputs, attention_probs = [], []
         for block in self.blocks:
             hidden_states, probs = block(hidden_states, mask, training=training)
@@ -73,6 +74,7 @@ class BertModel(keras.Model):
             "sequence_output": hidden_states,
             "pooled_output": self.pooler(hidden_states[:, 0, :]),
             "encoder_outputs": encoder_outputs,
+            "embedding_output": embedding_output,
         }
         if output_attentions:
             outputs["attention_probs"] = attention_probs

@@ -62,6 +62,7 @@ def assert_same_outputs(ours, batch, hf_model, atol=1e-4):
     mine = ours(batch, output_attentions=True)
     np.testing.assert_allclose(mine["sequence_output"].numpy(), theirs.last_hidden_state.numpy(), atol=atol)
     np.testing.assert_allclose(mine["pooled_output"].numpy(), theirs.pooler_output.numpy(), atol=atol)
+    np.testing.assert_allclose(mine["embedding_output"].numpy(), theirs.hidden_states[0].numpy(), atol=atol)
     assert len(mine["encoder_outputs"]) == len(theirs.hidden_states) - 1
     for layer, (a, b) in enumerate(zip(mine["encoder_outputs"], theirs.hidden_states[1:])):
         np.testing.assert_allclose(a.numpy(), b.numpy(), atol=atol, err_msg=f"layer {layer}")

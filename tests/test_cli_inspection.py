@@ -56,12 +56,12 @@ def test_embed_sentence_and_token_vectors(capsys, caplog, tmp_path, pretrainer_d
     source = tmp_path / "in.txt"
     source.write_text("i opened a bank account\nwe sat on the river bank\n" + "the river " * 20 + "\n")
     code, out, err = run(capsys, "embed", "--model", pretrainer_dir, "--in", source, "--out", tmp_path / "v.npy",
-                         "--layer", "-2", "-1", "--pooling", "mean_max", "--normalize", "--no-progress")
+                         "--layer", "embeddings", "-2", "-1", "--pooling", "mean_max", "--normalize", "--no-progress")
     assert code == 0, err
-    assert "Wrote sentence vectors (mean_max pooling) of 3 text(s), size 128, layers [-2, -1]" in out
+    assert "Wrote sentence vectors (mean_max pooling) of 3 text(s), size 192, layers ['embeddings', -2, -1]" in out
     assert "1 text(s) longer than 24 tokens were truncated (texts 3" in caplog.text
     vectors = np.load(tmp_path / "v.npy")
-    assert vectors.shape == (3, 4 * CONFIG.hidden_size)
+    assert vectors.shape == (3, 6 * CONFIG.hidden_size)
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
     code, out, err = run(capsys, "embed", "--model", pretrainer_dir, "--in", source, "--out", tmp_path / "t.jsonl",
@@ -101,6 +101,8 @@ def test_embed_errors(capsys, tmp_path, pretrainer_dir):
     assert code == 2 and "empty.txt has no text to embed (empty file)" in err
     code, _, err = run(capsys, "embed", "--model", pretrainer_dir, "--in", empty, "--out", out, "--layer", "last4")
     assert code == 2 and "layer(s) [-4, -3] do not exist: the model has 2 layers" in err
+    code, _, err = run(capsys, "embed", "--model", pretrainer_dir, "--in", empty, "--out", out, "--layer", "embedding")
+    assert code == 2 and "--layer takes block indices, 'embeddings' or 'last4', got 'embedding'" in err
     code, _, err = run(capsys, "embed", "--model", pretrainer_dir, "--in", empty, "--out", out, "--tokens",
                        "--pooling", "cls")
     assert code == 2 and "Give one of them" in err

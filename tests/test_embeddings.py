@@ -57,7 +57,7 @@ def test_pool_tokens_matches_numpy_with_padding(pooling):
 
 
 @pytest.mark.parametrize("pooling, layers", [("cls", (-1,)), ("mean", (0,)), ("max", (-1,)), ("mean_max", (-2, -1)),
-                                             ("pooled", (-1,))])
+                                             ("pooled", (-1,)), ("mean", ("embeddings", -1))])
 def test_sentence_vectors_match_unpadded_reference(encoder, tokenizer, embedder, pooling, layers):
     """Batched with padding="longest" (padding present) = each text alone, pooled in NumPy."""
     config = EmbeddingConfig(pooling=pooling, layers=layers, batch_size=3)
@@ -69,7 +69,8 @@ def test_sentence_vectors_match_unpadded_reference(encoder, tokenizer, embedder,
         if pooling == "pooled":
             expected = outputs["pooled_output"][0].numpy()
         else:
-            hidden = np.concatenate([outputs["encoder_outputs"][layer][0].numpy() for layer in layers], axis=-1)
+            hidden = np.concatenate([(outputs["embedding_output"] if layer == "embeddings" else
+                                      outputs["encoder_outputs"][layer])[0].numpy() for layer in layers], axis=-1)
             expected = numpy_pool(hidden, np.ones(len(ids)), pooling)
         np.testing.assert_allclose(vector, expected, atol=2e-5)
 
@@ -129,6 +130,9 @@ def test_bad_settings_are_named(encoder, tokenizer, embedder):
         embedder.embed(["a"], EmbeddingConfig(layers=(-4, -3, -2, -1)))
     with pytest.raises(ValueError, match="pooling='pooled'"):
         EmbeddingConfig(pooling="pooled", layers=(-4, -3, -2, -1))
+    for bad in ("embedding", (1.0,), (), (True,)):
+        with pytest.raises(ValueError, match="layers must be block indices \\(ints\\) or 'embeddings'"):
+            EmbeddingConfig(layers=bad)
     with pytest.raises(ValueError, match="pooling must be one of"):
         EmbeddingConfig(pooling="median")
     with pytest.raises(ValueError, match="max_length"):

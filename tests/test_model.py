@@ -28,6 +28,10 @@ def test_output_shapes(model):
     assert [p.shape for p in outputs["attention_probs"]] == [(2, 4, 6, 6)] * 2
     assert "attention_probs" not in model(batch())
     np.testing.assert_array_equal(outputs["encoder_outputs"][-1], outputs["sequence_output"])
+    inputs = batch()
+    embedded = model.embeddings(inputs["input_word_ids"], inputs["input_type_ids"], training=False)
+    np.testing.assert_array_equal(outputs["embedding_output"], embedded)
+    np.testing.assert_allclose(model.blocks[0](embedded, inputs["input_mask"])[0], outputs["encoder_outputs"][0], atol=1e-6)
 
 
 def test_encode_at_positions_equals_the_gathered_sequence_output(model):

@@ -1,7 +1,7 @@
 """`bert-tf embed`: a text file (one text or tab-separated pair per line) → sentence vectors or token vectors."""
 
 from bert_tf.cli.model_arguments import add_model_arguments, load_model
-from bert_tf.inspection.embeddings import LAST_FOUR_LAYERS, POOLINGS
+from bert_tf.inspection.embeddings import EMBEDDINGS, LAST_FOUR_LAYERS, POOLINGS
 
 
 def register(commands) -> None:
@@ -18,9 +18,9 @@ def register(commands) -> None:
                         help="sentence vector: [CLS] vector, the pooler's output, mask-aware mean, max, or mean and "
                              "max concatenated (default: mean)")
     parser.add_argument("--layer", nargs="+", default=["-1"], metavar="L",
-                        help="transformer block to read: 0 is the first, -1 the last (default); several, as "
-                             "'--layer -4 -3 -2 -1', are concatenated; 'last4' is that (the paper's best "
-                             "feature-based setting)")
+                        help="transformer block to read: 0 is the first, -1 the last (default), 'embeddings' "
+                             "the embeddings' output before the first; several, as '--layer -4 -3 -2 -1', are "
+                             "concatenated; 'last4' is that (the paper's best feature-based setting)")
     parser.add_argument("--pairs", action="store_true",
                         help="each line is a text pair, 'first<TAB>second' (e.g. question and passage), encoded "
                              "together as BERT reads sentence pairs; one vector per pair")
@@ -33,13 +33,13 @@ def register(commands) -> None:
     parser.set_defaults(run=run)
 
 
-def _layers(values: list[str]) -> tuple[int, ...]:
+def _layers(values: list[str]) -> tuple[int | str, ...]:
     if values == ["last4"]:
         return LAST_FOUR_LAYERS
     try:
-        return tuple(int(value) for value in values)
+        return tuple(value if value == EMBEDDINGS else int(value) for value in values)
     except ValueError:
-        raise ValueError(f"--layer takes block indices or 'last4', got {' '.join(values)!r}.") from None
+        raise ValueError(f"--layer takes block indices, {EMBEDDINGS!r} or 'last4', got {' '.join(values)!r}.") from None
 
 
 def run(args) -> None:

@@ -22,13 +22,21 @@ from bert_tf.inspection.attention_view import (
     plot_attention_grid,
 )
 from bert_tf.inspection.embedding_files import embed_file
-from bert_tf.inspection.embeddings import LAST_FOUR_LAYERS, POOLINGS, EmbeddingConfig, TextEmbedder, TokenVectors
+from bert_tf.inspection.embeddings import (
+    EMBEDDINGS,
+    LAST_FOUR_LAYERS,
+    POOLINGS,
+    EmbeddingConfig,
+    TextEmbedder,
+    TokenVectors,
+)
 from bert_tf.inspection.exported_encoder import ExportedEncoder
 from bert_tf.inspection.fill_mask import Candidate, FillMaskResult, MaskedSpan, fill_mask, mask_probabilities
 from bert_tf.inspection.loading import InspectionModel, load_inspection_model
 from bert_tf.inspection.pooling import cosine_similarity, l2_normalize, pool_tokens
 
 __all__ = [
+    "EMBEDDINGS",
     "LAST_FOUR_LAYERS",
     "POOLINGS",
     "AttentionMaps",

@@ -7,9 +7,10 @@ Texts longer than `max_length` tokens are truncated, with one warning naming the
 vectors also take text pairs, `(first, second)`, encoded together as BERT's sentence-pair tasks
 read them ([CLS] first [SEP] second [SEP], segment ids 0 and 1).
 
-Layers are the transformer blocks: 0 is the first, -1 (default) the last; a tuple of layers is
-concatenated, `LAST_FOUR_LAYERS` being the paper's best feature-based setting (Devlin et al.,
-2019, table 7).
+Layers are the transformer blocks: 0 is the first, -1 (default) the last, and `EMBEDDINGS`
+("embeddings") the embeddings' output that the first block reads (context-free but for
+position and segment); a tuple of layers is concatenated, `LAST_FOUR_LAYERS` being the paper's
+best feature-based setting (Devlin et al., 2019, table 7).
 
 Example (the contextual vector of "bank" depends on the sentence; the word embedding does not):
     >>> model = load_inspection_model("pretrained-mini/")                       # doctest: +SKIP
@@ -43,6 +44,7 @@ from bert_tf.vocabulary import SUFFIX_INDICATOR
 
 POOLINGS = TOKEN_POOLINGS + ("pooled",)
 LAST_FOUR_LAYERS = (-4, -3, -2, -1)
+EMBEDDINGS = "embeddings"  # the layer before the first block
 NO_WORD = -1  # word index of [CLS] and [SEP], as in bert_tf.word_alignment
 
 
@@ -51,15 +53,18 @@ class EmbeddingConfig:
     """What vector to take from the encoder, and how."""
 
     pooling: str = "mean"  # "cls", "pooled" (the encoder's pooler), "mean", "max" or "mean_max"
-    layers: int | tuple[int, ...] = -1  # block index (negative from the end), or several, concatenated
+    # Block index (negative from the end) or EMBEDDINGS, or several of them, concatenated.
+    layers: int | str | tuple[int | str, ...] = -1
     normalize: bool = False  # scale every output vector to unit L2 length
     skip_special_tokens: bool = False  # leave [CLS] and [SEP] out of "mean"/"max" pooling
     batch_size: int = 32
 
     def __post_init__(self):
-        layers = (self.layers,) if isinstance(self.layers, int) else tuple(self.layers)
-        if not layers or not all(isinstance(layer, int) for layer in layers):
-            raise ValueError(f"layers must be an int or a non-empty tuple of ints, got {self.layers!r}.")
+        layers = (self.layers,) if isinstance(self.layers, (int, str)) else tuple(self.layers)
+        valid = [isinstance(layer, int) and not isinstance(layer, bool) or layer == EMBEDDINGS for layer in layers]
+        if not layers or not all(valid):
+            raise ValueError(f"layers must be block indices (ints) or {EMBEDDINGS!r}, one or a non-empty tuple; "
+                             f"got {self.layers!r}.")
         object.__setattr__(self, "layers", layers)
         if self.pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}.")
@@ -283,17 +288,19 @@ def _segment_columns(texts: list) -> list[list[str]]:
                      f"{texts[bad]!r} (item 0 is {texts[0]!r}).")
 
 
-def _concatenated(outputs, layers: tuple[int, ...]):
-    return tf.concat([outputs["encoder_outputs"][layer] for layer in layers], axis=-1)
+def _concatenated(outputs, layers: tuple[int | str, ...]):
+    return tf.concat([outputs["embedding_output"] if layer == EMBEDDINGS else outputs["encoder_outputs"][layer]
+                      for layer in layers], axis=-1)
 
 
-def _layer_indices(layers: tuple[int, ...], num_layers: int) -> tuple[int, ...]:
-    """Block indices in [0, num_layers), from indices that may count from the end."""
-    bad = [layer for layer in layers if not -num_layers <= layer < num_layers]
+def _layer_indices(layers: tuple[int | str, ...], num_layers: int) -> tuple[int | str, ...]:
+    """Block indices in [0, num_layers), from indices that may count from the end; EMBEDDINGS as it is."""
+    blocks = [layer for layer in layers if layer != EMBEDDINGS]
+    bad = [layer for layer in blocks if not -num_layers <= layer < num_layers]
     if bad:
         raise ValueError(f"layer(s) {bad} do not exist: the model has {num_layers} layers "
-                         f"(use 0..{num_layers - 1}, or -{num_layers}..-1 from the end).")
-    return tuple(layer % num_layers for layer in layers)
+                         f"(use 0..{num_layers - 1}, -{num_layers}..-1 from the end, or {EMBEDDINGS!r}).")
+    return tuple(layer if layer == EMBEDDINGS else layer % num_layers for layer in layers)
 
 
 def _token_vectors(text: str, tokens: list[str], starts: list[int], ends: list[int], vectors) -> TokenVectors:
