@@ -33,9 +33,9 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=find_packages(include=["bert_tf", "bert_tf.*", "pipelines", "pipelines.*", "serving", "serving.*"]),
-    package_data={"bert_tf": ["demo_data/*"]},
+    packages=find_packages(include=["bert_tf", "bert_tf.*", "pipelines", "pipelines.*", "serving", "serving.*", "bert_tf_cli"]),
+    package_data={"bert_tf_cli": ["demo_data/*"]},
     install_requires=INSTALL_REQUIRES,
     extras_require={"test": TEST_REQUIRES},
-    entry_points={"console_scripts": ["bert-tf=bert_tf.cli:main"]},
+    entry_points={"console_scripts": ["bert-tf=bert_tf_cli:main"]},
 )

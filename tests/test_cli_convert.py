@@ -15,7 +15,7 @@ CONFIG = BertConfig(vocab_size=60, hidden_size=32, num_hidden_layers=1, num_atte
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "bert_tf.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "bert_tf_cli", *map(str, args)], capture_output=True, text=True,
                           timeout=300)
 
 

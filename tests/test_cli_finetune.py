@@ -5,7 +5,7 @@ import json
 import pytest
 
 import bert_tf
-from bert_tf.cli import main
+from bert_tf_cli import main
 from tiny_finetune_files import write_bert_config, write_conll, write_squad, write_vocab
 
 MRPC_STYLE = ("\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"

@@ -7,7 +7,7 @@ import pytest
 from matplotlib import image as mpimg
 
 from bert_tf import BertModel
-from bert_tf.cli import main
+from bert_tf_cli import main
 from tiny_inspection_models import CONFIG, save_tiny, tiny_pretrainer
 
 

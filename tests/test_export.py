@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 import bert_tf
-from bert_tf.cli import main
+from bert_tf_cli import main
 from serving.export import export_saved_model, next_version
 from tiny_exports import PAIRS, TEXTS, VOCAB, tiny_encoder, write_vocab
 

@@ -168,7 +168,7 @@ def test_pretrain_command_trains_and_writes_a_model(tmp_path, corpus):
     bert_tf.BertConfig(vocab_size=108, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                        intermediate_size=64, max_position_embeddings=32).write_json(config)
     result = subprocess.run(
-        [sys.executable, "-m", "bert_tf.cli", "pretrain", "--corpus", *files, "--vocab", vocab, "--config", str(config),
+        [sys.executable, "-m", "bert_tf_cli", "pretrain", "--corpus", *files, "--vocab", vocab, "--config", str(config),
          "--out", str(tmp_path / "run"), "--steps", "4", "--batch-size", "8", "--seq-length", "32",
          "--max-predictions-per-seq", "5", "--num-warmup-steps", "1", "--checkpoint-every", "2", "--log-every", "2",
          "--xla"],

@@ -1,7 +1,7 @@
 """`bert-tf quickstart` on a reduced setting: every stage runs and passes."""
 
-from bert_tf.cli import main
-from bert_tf.cli.quickstart import STAGES
+from bert_tf_cli import main
+from bert_tf_cli.quickstart import STAGES
 
 
 def assert_every_stage_passed(output):

@@ -218,7 +218,7 @@ def test_export_loads_in_a_fresh_process_with_tensorflow_text_only(base_path, cl
 
 
 def test_cli_predict_asks_the_server(server, classifier, preprocessor, capsys):
-    from bert_tf.cli import main
+    from bert_tf_cli import main
 
     texts = TEXTS[:3]
     assert main(["predict", "--server", f"127.0.0.1:{server.grpc_port}", "--model", NAME, *texts]) == 0

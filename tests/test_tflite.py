@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 import bert_tf
-from bert_tf.cli import main
+from bert_tf_cli import main
 from serving.export import export_saved_model
 from serving.tflite_export import convert, export_tflite
 from serving.signatures import serving_spec

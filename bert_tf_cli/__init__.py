@@ -1,7 +1,8 @@
 """The `bert-tf` command line: one module per subcommand, each only parsing arguments and calling the library.
 
-Commands that need `pipelines` or `serving` import them when they run, so `bert_tf`
-itself never depends on them.
+A package of its own, beside `bert_tf`, `pipelines` and `serving`: it uses all three and none of them
+imports it, so `bert_tf` never depends on the other two. Commands import the heavier parts
+(`pipelines`, `serving`) only when they run.
 
 Run `bert-tf --help` or `bert-tf COMMAND --help`.
 """
@@ -25,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log what is loaded, skipped and served")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
-        importlib.import_module(f"bert_tf.cli.{name}").register(commands)
+        importlib.import_module(f"bert_tf_cli.{name}").register(commands)
     return parser
 
 

@@ -1,5 +1,5 @@
 import sys
 
-from bert_tf.cli import main
+from bert_tf_cli import main
 
 sys.exit(main())

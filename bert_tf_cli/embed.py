@@ -1,6 +1,6 @@
 """`bert-tf embed`: a text file (one text or tab-separated pair per line) → sentence vectors or token vectors."""
 
-from bert_tf.cli.model_arguments import add_model_arguments, load_model
+from bert_tf_cli.model_arguments import add_model_arguments, load_model
 from bert_tf.inspection.embeddings import EMBEDDINGS, LAST_FOUR_LAYERS, POOLINGS
 
 

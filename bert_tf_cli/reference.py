@@ -1,7 +1,7 @@
 """The CLI reference in Markdown, generated from the parser itself so that the README cannot drift.
 
-    python -m bert_tf.cli.reference            # print it
-    python -m bert_tf.cli.reference --write README.md   # replace the README's reference section
+    python -m bert_tf_cli.reference            # print it
+    python -m bert_tf_cli.reference --write README.md   # replace the README's reference section
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 import sys
 from pathlib import Path
 
-from bert_tf.cli import build_parser
+from bert_tf_cli import build_parser
 
 START, END = "<!-- cli-reference:start -->", "<!-- cli-reference:end -->"
 

@@ -6,7 +6,7 @@ on 127.0.0.1 with the TF-Serving-compatible server and ask it over gRPC with raw
 5. convert to TFLite with the tokenizer inside, run it, and compare with the SavedModel;
 6. print a summary. `--corpus`, `--train` and `--dev` take the user's own files instead.
 
-The demo data (bert_tf/demo_data) was written for this project: help-centre articles and
+The demo data (bert_tf_cli/demo_data) was written for this project: help-centre articles and
 customer messages labelled hardware / software / billing.
 """
 
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-DEMO_DATA = Path(__file__).resolve().parents[1] / "demo_data"
+DEMO_DATA = Path(__file__).resolve().parent / "demo_data"
 
 
 @dataclasses.dataclass

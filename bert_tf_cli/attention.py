@@ -2,7 +2,7 @@
 
 import argparse
 
-from bert_tf.cli.model_arguments import add_model_arguments, load_model
+from bert_tf_cli.model_arguments import add_model_arguments, load_model
 
 
 def register(commands) -> None:
