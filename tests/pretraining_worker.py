@@ -56,7 +56,6 @@ def main():
     config_file = os.path.join(args.output_dir, "bert_config.json")
     os.makedirs(args.output_dir, exist_ok=True)
     bert_tf.BertConfig(**CONFIG_FIELDS).write_json(config_file)
-    tf.keras.utils.set_random_seed(7)  # same initial weights in every process
     config = PretrainingConfig(
         output_dir=args.output_dir, model=config_file, seq_length=12, max_predictions_per_seq=3,
         global_batch_size=GLOBAL_BATCH, num_train_steps=args.steps, num_warmup_steps=1, learning_rate=1e-3,

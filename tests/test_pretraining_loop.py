@@ -50,6 +50,29 @@ def test_resume_continues_step_counter_and_optimizer_state(tmp_path):
     assert json.loads((tmp_path / "pretraining_config.json").read_text())["num_train_steps"] == 6
 
 
+def test_the_seed_makes_a_run_reproducible_weights_and_dropout_included(tmp_path):
+    """Same seed, same weights after training with dropout (in process, one device); another seed differs."""
+    import bert_tf
+    from bert_tf.training import PretrainingConfig, run_pretraining
+    from pretraining_worker import CONFIG_FIELDS, GLOBAL_BATCH, dataset_fn
+
+    config_file = tmp_path / "bert_config.json"
+    bert_tf.BertConfig(**{**CONFIG_FIELDS, "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
+                       ).write_json(config_file)
+
+    def trained_weights(name, seed):
+        config = PretrainingConfig(output_dir=str(tmp_path / name), model=str(config_file), seq_length=12,
+                                   max_predictions_per_seq=3, global_batch_size=GLOBAL_BATCH, num_train_steps=3,
+                                   num_warmup_steps=1, learning_rate=1e-3, seed=seed)
+        return {k: v.numpy() for k, v in run_pretraining(config, dataset_fn, progress=False).model.google_weights().items()}
+
+    first, again, other = trained_weights("first", 3), trained_weights("again", 3), trained_weights("other", 4)
+    for name in first:
+        np.testing.assert_allclose(again[name], first[name], atol=1e-6, err_msg=name)
+    assert not np.allclose(other["encoder/layer_0/attention/self/query/kernel"],
+                           first["encoder/layer_0/attention/self/query/kernel"])
+
+
 def test_sigkill_then_resume_loses_no_checkpoint(tmp_path):
     process = start_worker(tmp_path, 400, "default", "--checkpoint-every", 3)
     deadline = time.time() + 180

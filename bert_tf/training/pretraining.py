@@ -50,7 +50,9 @@ class PretrainingConfig:
     masked_lm_prob: float = 0.15  # share of tokens selected for prediction
     short_seq_prob: float = 0.1  # share of examples given a shorter random target length
     whole_word_masking: bool = False  # mask every piece of a word together
-    seed: int | None = 12345  # for reproducible data order and masks; None: different every run
+    # Makes the initial weights, dropout, document order and sentence pairs reproducible (the masks are
+    # drawn anew on every pass and run, see pipelines.pretraining); None: different every run.
+    seed: int | None = 12345
     # Optimization.
     global_batch_size: int = 32  # examples per step over all replicas (each gets global / replicas)
     num_train_steps: int = 1000  # optimizer updates
@@ -159,6 +161,8 @@ def run_pretraining(
     if config.global_batch_size % strategy.num_replicas_in_sync:
         raise ValueError(f"global_batch_size {config.global_batch_size} is not divisible by the "
                          f"{strategy.num_replicas_in_sync} replicas.")
+    if config.seed is not None:
+        keras.utils.set_random_seed(config.seed)  # Python, NumPy and TensorFlow: the initial weights, dropout
     if config.mixed_precision:
         keras.mixed_precision.set_global_policy(config.mixed_precision)
     try:
