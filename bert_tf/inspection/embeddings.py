@@ -48,6 +48,11 @@ EMBEDDINGS = "embeddings"  # the layer before the first block
 NO_WORD = -1  # word index of [CLS] and [SEP], as in bert_tf.word_alignment
 
 
+def _is_layer(layer) -> bool:
+    """A block index (an int, not a bool) or EMBEDDINGS."""
+    return layer == EMBEDDINGS or (isinstance(layer, int) and not isinstance(layer, bool))
+
+
 @dataclasses.dataclass(frozen=True)
 class EmbeddingConfig:
     """What vector to take from the encoder, and how."""
@@ -61,8 +66,7 @@ class EmbeddingConfig:
 
     def __post_init__(self):
         layers = (self.layers,) if isinstance(self.layers, (int, str)) else tuple(self.layers)
-        valid = [isinstance(layer, int) and not isinstance(layer, bool) or layer == EMBEDDINGS for layer in layers]
-        if not layers or not all(valid):
+        if not layers or not all(_is_layer(layer) for layer in layers):
             raise ValueError(f"layers must be block indices (ints) or {EMBEDDINGS!r}, one or a non-empty tuple; "
                              f"got {self.layers!r}.")
         object.__setattr__(self, "layers", layers)
@@ -128,14 +132,12 @@ class TextEmbedder:
         self.tokenizer = tokenizer
         self.max_length = max_length
         self.preprocessor = BertPreprocessor(tokenizer, seq_length=max_length, padding="longest")
-        texts = tf.TensorSpec([None], tf.string)
-        # (segments per example, with character offsets) → traced preprocessing
-        self._prepare_functions = {
-            (1, False): tf.function(lambda first: self._prepare((first,), False), input_signature=[texts]),
-            (1, True): tf.function(lambda first: self._prepare((first,), True), input_signature=[texts]),
-            (2, False): tf.function(lambda first, second: self._prepare((first, second), False),
-                                    input_signature=[texts, texts]),
-        }
+        def traced_prepare(segments: int, with_offsets: bool):
+            return tf.function(lambda *columns: self._prepare(columns, with_offsets),
+                               input_signature=[tf.TensorSpec([None], tf.string)] * segments)
+
+        # (segments per example, with character offsets) → traced preprocessing; offsets for single texts only.
+        self._prepare_functions = {key: traced_prepare(*key) for key in ((1, False), (1, True), (2, False))}
         self._vector_functions = {}  # (config, per token) → traced encoder + pooling
         self.config = config
         self._vector_function(config, per_token=False)  # checks the config against the encoder now
@@ -295,8 +297,7 @@ def _concatenated(outputs, layers: tuple[int | str, ...]):
 
 def _layer_indices(layers: tuple[int | str, ...], num_layers: int) -> tuple[int | str, ...]:
     """Block indices in [0, num_layers), from indices that may count from the end; EMBEDDINGS as it is."""
-    blocks = [layer for layer in layers if layer != EMBEDDINGS]
-    bad = [layer for layer in blocks if not -num_layers <= layer < num_layers]
+    bad = [layer for layer in layers if layer != EMBEDDINGS and not -num_layers <= layer < num_layers]
     if bad:
         raise ValueError(f"layer(s) {bad} do not exist: the model has {num_layers} layers "
                          f"(use 0..{num_layers - 1}, -{num_layers}..-1 from the end, or {EMBEDDINGS!r}).")
