@@ -40,6 +40,7 @@ from bert_tf.optimization import OptimizerConfig, WarmupLinearDecay, create_opti
 from bert_tf.preprocessor import BertPreprocessor  # noqa: E402
 from bert_tf.pretrainer import BertPretrainer  # noqa: E402
 from bert_tf.span_labeler import BertSpanLabeler  # noqa: E402
+from bert_tf.task_spec import TaskSpec  # noqa: E402
 from bert_tf.token_classifier import BertTokenClassifier  # noqa: E402
 from bert_tf.tokenizer import BertTokenizer  # noqa: E402
 from bert_tf.vocabulary import Vocabulary, check_casing, learn_vocabulary  # noqa: E402
@@ -58,6 +59,7 @@ __all__ = [
     "BertTokenClassifier",
     "BertTokenizer",
     "OptimizerConfig",
+    "TaskSpec",
     "TextPredictor",
     "Vocabulary",
     "WarmupLinearDecay",

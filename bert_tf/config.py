@@ -1,14 +1,16 @@
 """`BertConfig`: the one place that says what shape a BERT encoder has.
 
 It reads and writes both published formats: Google's `bert_config.json` and
-Hugging Face's `config.json`.
+Hugging Face's `config.json`. They differ in what `"gelu"` means: the tanh approximation in
+Google's (google-research/bert's `modeling.gelu`, which computed every published checkpoint),
+the exact erf GELU in Hugging Face's, as in `BertConfig` itself.
 
 Example:
-    >>> config = BertConfig.preset("tiny")
+    >>> config = BertConfig.preset("tiny", hidden_act="gelu_tanh")
     >>> config.hidden_size, config.num_hidden_layers
     (128, 2)
-    >>> config.to_google_dict()["hidden_act"]
-    'gelu'
+    >>> config.to_google_dict()["hidden_act"], config.to_hf_dict()["hidden_act"]
+    ('gelu', 'gelu_pytorch_tanh')
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-# Canonical activation names, and the spellings Google and Hugging Face use for them.
+# Canonical activation names, and the spellings Hugging Face uses for them.
 ACTIVATION_ALIASES = {
-    "gelu": "gelu",  # exact, erf-based: BERT's own
+    "gelu": "gelu",  # exact, erf-based
     "gelu_exact": "gelu",
     "gelu_tanh": "gelu_tanh",  # tanh approximation
     "gelu_new": "gelu_tanh",
@@ -28,6 +30,10 @@ ACTIVATION_ALIASES = {
     "gelu_fast": "gelu_tanh",
     "relu": "relu",
 }
+# How Google's bert_config.json spells each canonical activation. google-research/bert has no exact
+# GELU: "gelu_exact" makes its reader fail ("Unsupported activation") instead of computing another function.
+GOOGLE_ACTIVATION_NAMES = {"gelu_tanh": "gelu", "gelu": "gelu_exact", "relu": "relu"}
+_FROM_GOOGLE_ACTIVATION_NAMES = {google: canonical for canonical, google in GOOGLE_ACTIVATION_NAMES.items()}
 
 # The "smaller BERT" family of google-research/bert: every layers x hidden size,
 # heads = hidden / 64, feed-forward = 4 x hidden.
@@ -95,6 +101,10 @@ class BertConfig:
     def head_size(self) -> int:
         return self.hidden_size // self.num_attention_heads
 
+    def check_sequence_length(self, length: int, name: str = "seq_length", shortest: int = 3) -> None:
+        """`check_sequence_length(length, self.max_position_embeddings, name, shortest)`."""
+        check_sequence_length(length, self.max_position_embeddings, name, shortest)
+
     def replace(self, **changes) -> "BertConfig":
         """A copy with some fields changed (and validated again)."""
         return dataclasses.replace(self, **changes)
@@ -137,13 +147,14 @@ class BertConfig:
     def to_google_dict(self) -> dict[str, Any]:
         """The fields of Google's `bert_config.json` (plus `layer_norm_eps`, which its reader ignores)."""
         data = dataclasses.asdict(self)
-        data["hidden_act"] = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu"}[self.hidden_act]
+        data["hidden_act"] = GOOGLE_ACTIVATION_NAMES[self.hidden_act]
         return data
 
     @classmethod
     def from_google_dict(cls, data: Mapping[str, Any]) -> "BertConfig":
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        """Reads Google's fields, where "gelu" (also the default) is the tanh approximation."""
+        hidden_act = str(data.get("hidden_act", "gelu")).lower()
+        return cls._from_fields({**data, "hidden_act": _FROM_GOOGLE_ACTIVATION_NAMES.get(hidden_act, hidden_act)})
 
     # ----- Hugging Face's config.json ------------------------------------------
 
@@ -168,13 +179,23 @@ class BertConfig:
             raise ValueError(
                 f"Unsupported position_embedding_type {data['position_embedding_type']!r}: only 'absolute' is BERT."
             )
-        return cls.from_google_dict(data)
+        return cls._from_fields(data)
+
+    @classmethod
+    def _from_fields(cls, data: Mapping[str, Any]) -> "BertConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
     # ----- files ---------------------------------------------------------------
 
     @classmethod
-    def from_json_file(cls, path: str | Path) -> "BertConfig":
-        """Reads either `bert_config.json` (Google) or `config.json` (Hugging Face)."""
+    def from_json_file(cls, path: str | Path, style: str | None = None) -> "BertConfig":
+        """Reads Google's `bert_config.json` (`style="google"`) or Hugging Face's `config.json` (`style="hf"`).
+
+        Without `style`, a file named `config.json` or holding a `model_type` is Hugging Face's, any
+        other Google's: a `bert_config.json` given for a random start means by "gelu" what Google's
+        code computes (tanh), as when it comes with its checkpoint.
+        """
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"BERT config file not found: {path}")
@@ -182,8 +203,10 @@ class BertConfig:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as error:
             raise ValueError(f"{path} is not valid JSON: {error}") from error
+        if style is None:
+            style = "hf" if path.name == "config.json" or "model_type" in data else "google"
         try:
-            return cls.from_hf_dict(data) if "model_type" in data else cls.from_google_dict(data)
+            return {"google": cls.from_google_dict, "hf": cls.from_hf_dict}[style](data)
         except (TypeError, ValueError) as error:
             raise ValueError(f"{path}: {error}") from error
 
@@ -191,3 +214,14 @@ class BertConfig:
         """Writes `bert_config.json` (`style="google"`) or `config.json` (`style="hf"`)."""
         data = {"google": self.to_google_dict, "hf": self.to_hf_dict}[style]()
         Path(path).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def check_sequence_length(length: int, max_position_embeddings: int, name: str = "seq_length",
+                          shortest: int = 3) -> None:
+    """Raises unless `length` tokens ([CLS] and [SEP]s included) fit: `shortest` ≤ length ≤ max_position_embeddings.
+
+    The one check of a sequence length against a model; `name` is how the message calls it.
+    """
+    if isinstance(length, bool) or not isinstance(length, int) or not shortest <= length <= max_position_embeddings:
+        raise ValueError(f"{name} must be in [{shortest}, {max_position_embeddings}] (the model's "
+                         f"max_position_embeddings), got {length!r}.")

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
-TASKS = ("classify", "ner", "squad")
-DEFAULT_SEQ_LENGTH = {"classify": 128, "ner": 128, "squad": 384}
+from bert_tf.task_spec import DEFAULT_SEQ_LENGTH, FINETUNED_TASKS as TASKS, TaskSpec
 # The dev-set score that picks the best epoch and drives early stopping (higher is better).
 PRIMARY_METRIC = {"classify": "accuracy", "ner": "f1", "squad": "f1"}
 
@@ -52,21 +51,21 @@ class FinetuneConfig:
     text_pair_column: str | None = None
     label_column: str | None = None
     multi_label: bool = False  # each example has any number of labels (sigmoid per class)
-    label_separator: str = "|"  # between the labels of one example in a CSV/TSV cell (multi_label)
+    label_separator: str = TaskSpec.label_separator  # between the labels of a CSV/TSV cell (multi_label)
     class_weights: bool = False  # weight the loss by n / (k * count) per class, from the training labels
     focal_loss: bool = False  # focal loss instead of cross-entropy (with class_weights: as its alpha)
     focal_gamma: float = 2.0
-    # SQuAD.
-    doc_stride: int = 128  # tokens between the starts of consecutive context windows
-    max_query_length: int = 64  # question tokens kept
-    max_answer_length: int = 30  # tokens of the longest answer considered
-    n_best_size: int = 20  # start and end candidates considered per window
-    null_score_threshold: float = 0.0  # SQuAD 2.0: answer "" when null score - best span score exceeds it
+    # SQuAD (defaults and meaning: bert_tf.TaskSpec, where they are saved with the model).
+    doc_stride: int = TaskSpec.doc_stride
+    max_query_length: int = TaskSpec.max_query_length
+    max_answer_length: int = TaskSpec.max_answer_length
+    n_best_size: int = TaskSpec.n_best_size
+    null_score_threshold: float = TaskSpec.null_score_threshold
 
     def __post_init__(self):
         if self.task not in TASKS:
             raise ValueError(f"FinetuneConfig: unknown task {self.task!r}; use one of {list(TASKS)}.")
-        for name in ("batch_size", "epochs", "doc_stride", "max_query_length", "max_answer_length", "n_best_size"):
+        for name in ("batch_size", "epochs"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"FinetuneConfig: {name} must be a positive integer, got {value!r}.")
@@ -91,17 +90,19 @@ class FinetuneConfig:
                 raise ValueError(f"FinetuneConfig: {classification_only} apply to task 'classify' only.")
         if self.multi_label and (self.class_weights or self.focal_loss):
             raise ValueError("FinetuneConfig: class_weights and focal_loss apply to single-label classification.")
-        if self.sequence_length() < 8:
-            raise ValueError(f"FinetuneConfig: seq_length must be at least 8, got {self.seq_length}.")
-        if self.task == "squad" and self.sequence_length() < self.max_query_length + 8:
-            raise ValueError(
-                f"FinetuneConfig: seq_length {self.sequence_length()} leaves no room for context after a "
-                f"{self.max_query_length}-token question; raise seq_length or lower max_query_length."
-            )
+        self.task_spec()  # the task's own checks (seq_length against the question, ...)
 
     def sequence_length(self) -> int:
         """`seq_length`, or the task's default."""
         return self.seq_length or DEFAULT_SEQ_LENGTH[self.task]
+
+    def task_spec(self) -> TaskSpec:
+        """The task definition this run starts from (the labels, columns and SQuAD version come from the data)."""
+        return TaskSpec(task=self.task, seq_length=self.sequence_length(), multi_label=self.multi_label,
+                        columns=(self.text_column, self.text_pair_column, self.label_column),
+                        label_separator=self.label_separator, doc_stride=self.doc_stride,
+                        max_query_length=self.max_query_length, max_answer_length=self.max_answer_length,
+                        n_best_size=self.n_best_size, null_score_threshold=self.null_score_threshold)
 
     def primary_metric(self) -> str:
         """The dev score (a key of the evaluation results) that selects the best epoch."""

@@ -29,7 +29,7 @@ import tensorflow_text as tf_text
 
 from bert_tf.tokenizer import BertTokenizer
 
-TRUNCATIONS = ("round_robin", "waterfall", "longest_first")
+TRUNCATIONS = ("longest_first", "round_robin", "waterfall")
 PADDINGS = ("max_length", "longest")
 
 
@@ -40,7 +40,8 @@ class BertPreprocessor(keras.layers.Layer):
     Args:
         tokenizer: the `BertTokenizer` of the model's vocabulary.
         seq_length: most tokens per example, `[CLS]` and `[SEP]`s included.
-        truncation: "round_robin", "waterfall" or "longest_first" (see the module docstring).
+        truncation: "longest_first" (the default, as fine-tuning and every export use), "round_robin" or
+            "waterfall" (see the module docstring).
         padding: "max_length" pads every example to `seq_length`; "longest" pads a batch only to
             its longest example (faster when texts are short).
 
@@ -51,7 +52,7 @@ class BertPreprocessor(keras.layers.Layer):
         self,
         tokenizer: BertTokenizer,
         seq_length: int = 128,
-        truncation: str = "round_robin",
+        truncation: str = "longest_first",
         padding: str = "max_length",
         **kwargs,
     ):
@@ -141,7 +142,8 @@ def _longest_first(segments, budget):
     if len(segments) == 1:
         return [segments[0][:, :budget]]
     if len(segments) != 2:
-        raise ValueError(f"truncation='longest_first' takes one or two segments, got {len(segments)}.")
+        raise ValueError(f"truncation='longest_first' takes one or two segments, got {len(segments)}; pass "
+                         "truncation='round_robin' or 'waterfall' for more.")
     first, second = segments
     n_first, n_second = first.row_lengths(), second.row_lengths()
     shorter = tf.minimum(n_first, n_second)

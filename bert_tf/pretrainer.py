@@ -14,14 +14,17 @@ Example:
 
 from __future__ import annotations
 
+import logging
+
 import keras
 import tensorflow as tf
 
 from bert_tf.checkpoints import assign_weights, read_checkpoint
-from bert_tf.checkpoints.contents import logger
 from bert_tf.layers.masked_lm_head import MaskedLMHead
 from bert_tf.layers.next_sentence_head import NextSentenceHead
 from bert_tf.model import INPUT_NAMES, BertModel
+
+logger = logging.getLogger(__name__)
 
 # The feature names of google-research/bert's pre-training data.
 PRETRAINING_FEATURES = INPUT_NAMES + (

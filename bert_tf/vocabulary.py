@@ -3,7 +3,8 @@
 A vocabulary's casing is part of it: an uncased vocabulary has no upper-case letters, because it
 was learned from lower-cased text. `Vocabulary` infers the casing when it is not given and refuses
 `lower_case=True` for a vocabulary with upper-case tokens, the mistake that silently turns every
-capitalized word into pieces the model never saw.
+capitalized word into pieces the model never saw. `resolve_lower_case` is the stricter check for
+commands and training runs: it also refuses cased tokenization of an uncased vocabulary.
 
 Example:
     >>> vocab = Vocabulary(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "##s"])
@@ -53,9 +54,42 @@ def read_vocab_file(path: str | os.PathLike) -> list[str]:
     return [line.removesuffix("\r") for line in lines]
 
 
+def _has_upper_case(token: str) -> bool:
+    """True for a token with an upper-case letter, bracketed special tokens aside."""
+    return token != token.lower() and not _BRACKETED.fullmatch(token)
+
+
 def infer_lower_case(tokens: Iterable[str]) -> bool:
     """True when no token (other than bracketed special tokens) has an upper-case letter."""
-    return not any(token != token.lower() for token in tokens if not _BRACKETED.fullmatch(token))
+    return not any(map(_has_upper_case, tokens))
+
+
+def resolve_lower_case(
+    vocab_file: str | os.PathLike,
+    requested: bool | None,
+    flag_names: tuple[str, str] = ("lower_case=False", "lower_case=True"),
+) -> bool:
+    """The casing to tokenize with for `vocab_file`: its own (see `infer_lower_case`), which `requested` must match.
+
+    `requested` None takes the vocabulary's casing. A contradiction is a ValueError in either
+    direction: cased tokenization of an uncased vocabulary turns every capitalized word into
+    [UNK]; lower-casing for a cased vocabulary makes its upper-case tokens unreachable.
+    `flag_names` (cased, uncased) is how the message names the two choices, e.g.
+    `("--cased", "--uncased")` for a command.
+    """
+    tokens = read_vocab_file(vocab_file)
+    lower_case = infer_lower_case(tokens)
+    if requested is None or bool(requested) == lower_case:
+        return lower_case
+    cased_flag, uncased_flag = flag_names
+    if lower_case:
+        raise ValueError(f"{cased_flag} contradicts {vocab_file}, an uncased vocabulary (no upper-case tokens): "
+                         f"every capitalized word would become [UNK]. Drop {cased_flag} (the casing is taken from "
+                         "the vocabulary) or use a cased vocabulary.")
+    examples = [token for token in tokens if _has_upper_case(token)][:3]
+    raise ValueError(f"{uncased_flag} contradicts {vocab_file}, a cased vocabulary (upper-case tokens such as "
+                     f"{examples}): lower-casing would make them unreachable. Drop {uncased_flag} (the casing is "
+                     "taken from the vocabulary) or use an uncased vocabulary.")
 
 
 def check_casing(tokenizer_lower_case: bool, checkpoint_lower_case: bool) -> None:
@@ -103,7 +137,7 @@ class Vocabulary:
         if self.lower_case is None:
             object.__setattr__(self, "lower_case", inferred)
         elif self.lower_case and not inferred:
-            examples = [t for t in tokens if t != t.lower() and not _BRACKETED.fullmatch(t)][:5]
+            examples = [t for t in tokens if _has_upper_case(t)][:5]
             raise ValueError(
                 f"lower_case=True, but this is a cased vocabulary (tokens with upper-case letters, e.g. {examples}): "
                 "lower-casing would make them unreachable. Pass lower_case=False (or None to infer it)."

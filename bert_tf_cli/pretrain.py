@@ -3,6 +3,7 @@
 import dataclasses
 
 from bert_tf.training.pretraining import PretrainingConfig
+from bert_tf.vocabulary import resolve_lower_case
 
 # CLI flag → PretrainingConfig field, for the settings the command exposes beyond the required ones.
 _OPTIONAL_FIELDS = ("seq_length", "max_predictions_per_seq", "num_warmup_steps", "learning_rate", "optimizer",
@@ -13,7 +14,8 @@ def register(commands) -> None:
     defaults = {f.name: f.default for f in dataclasses.fields(PretrainingConfig)}
     parser = commands.add_parser(
         "pretrain", help="pre-train BERT (masked LM + next sentence) on text files",
-        description="Pre-train with dynamic masking in tf.data. Resumes from the newest checkpoint in --out. "
+        description="Pre-train with dynamic masking in tf.data. The model's vocabulary size and casing are "
+                    "those of --vocab. Resumes from the newest checkpoint in --out. "
                     "--batch-size is the global batch, split over replicas. For several hosts, set TF_CONFIG on "
                     "each and pass --strategy multi_worker.")
     parser.add_argument("--corpus", nargs="+", required=True, help="files in BERT's text format (or .tfrecord)")
@@ -23,7 +25,8 @@ def register(commands) -> None:
     parser.add_argument("--steps", type=int, required=True, help="optimizer updates")
     parser.add_argument("--batch-size", type=int, default=defaults["global_batch_size"], help="global batch size")
     parser.add_argument("--init", help="initial checkpoint (any format from_pretrained reads)")
-    parser.add_argument("--cased", action="store_true", help="the vocabulary is cased")
+    parser.add_argument("--cased", action="store_true", default=None, help="the vocabulary is cased")
+    parser.add_argument("--uncased", dest="cased", action="store_false", default=None, help="the vocabulary is uncased")
     parser.add_argument("--whole-word-masking", action="store_true", help="mask all pieces of a word together")
     parser.add_argument("--xla", action="store_true", help="compile the training step with XLA")
     parser.add_argument("--max-seconds", type=float, help="stop (with a checkpoint) after this long")
@@ -48,7 +51,8 @@ def config_from_args(args) -> PretrainingConfig:
         init_checkpoint=args.init,
         train_files=list(args.corpus),
         vocab_file=args.vocab,
-        lower_case=not args.cased,
+        lower_case=resolve_lower_case(args.vocab, None if args.cased is None else not args.cased,
+                                      flag_names=("--cased", "--uncased")),
         whole_word_masking=args.whole_word_masking,
         global_batch_size=args.batch_size,
         num_train_steps=args.steps,

@@ -78,19 +78,14 @@ def learn_vocab(config: QuickstartConfig, out: Path, state: dict) -> str:
 
 
 def pretrain(config: QuickstartConfig, out: Path, state: dict) -> str:
-    from bert_tf.config import BertConfig
     from bert_tf.training import PretrainingConfig, run_pretraining
-    from bert_tf.vocabulary import Vocabulary
     from pipelines.pretraining import pretraining_dataset_fn
 
-    vocabulary = Vocabulary.from_file(state["vocab_file"])
-    model_config = BertConfig.preset("tiny", vocab_size=len(vocabulary), max_position_embeddings=config.seq_length)
-    model_config.write_json(out / "bert_config.json")
     # Each quickstart starts over, as its fine-tuning overwrites: resuming an earlier quickstart's
     # checkpoints would train nothing (a finished run) or clash with this run's vocabulary.
     shutil.rmtree(out / "pretrain", ignore_errors=True)
     settings = PretrainingConfig(
-        output_dir=str(out / "pretrain"), model=str(out / "bert_config.json"), train_files=list(config.corpus),
+        output_dir=str(out / "pretrain"), model="tiny", train_files=list(config.corpus),
         vocab_file=state["vocab_file"], seq_length=config.seq_length, max_predictions_per_seq=10,
         global_batch_size=16, num_train_steps=config.pretrain_steps, num_warmup_steps=config.pretrain_steps // 10,
         learning_rate=1e-3, checkpoint_every=max(config.pretrain_steps // 3, 1), log_every=10,

@@ -211,15 +211,15 @@ class TextPacker:
 
     Tokenization runs in the TensorFlow graph: `BertPreprocessor` in a `tf.function`
     (traced once per packer), `TOKENIZE_BATCH` texts per call. Pairs are cut to
-    `seq_length` as BERT does (`longest_first`: the longer text loses a token until both
-    fit). The tokens are made once per file and fed to `tf.data` from memory
+    `seq_length` by the task's `truncation` (`bert_tf.TaskSpec`; by default `longest_first`, as BERT
+    does: the longer text loses a token until both fit), as every export of the model does. The tokens are made once per file and fed to `tf.data` from memory
     (`pipelines.bucketing.rows_dataset`): building the tokenizer into a `tf.data` map
     instead costs seconds of graph set-up for every dataset (every file, every prediction
     call), and the examples are the same every epoch.
     """
 
-    def __init__(self, tokenizer: BertTokenizer, seq_length: int, text_pair: bool):
-        preprocessor = BertPreprocessor(tokenizer, seq_length, truncation="longest_first", padding="longest")
+    def __init__(self, tokenizer: BertTokenizer, seq_length: int, text_pair: bool, truncation: str = "longest_first"):
+        preprocessor = BertPreprocessor(tokenizer, seq_length, truncation=truncation, padding="longest")
         self.text_pair = text_pair
 
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string)] * (2 if text_pair else 1))

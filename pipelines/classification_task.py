@@ -4,11 +4,12 @@ Text is tokenized in the graph (`BertPreprocessor` in a `tf.function`, see
 `pipelines.classification_data.TextPacker`), once per file. Scores:
 accuracy, macro-F1, Matthews correlation and per-class precision/recall/F1; for two
 classes also `f1`, the F1 of the second class (GLUE's positive class "1" for MRPC and QQP).
-Multi-label: a class is predicted when its sigmoid is at least 0.5; `accuracy` is the
-share of examples with exactly the right set of labels.
+Multi-label: a class is predicted when its sigmoid is at least `multi_label_threshold` (0.5);
+`accuracy` is the share of examples with exactly the right set of labels. The settings (columns,
+labels, truncation of pairs) are the task's `bert_tf.TaskSpec`, saved with the model.
 
 Example:
-    >>> task = ClassificationTask(tokenizer, seq_length=128)  # doctest: +SKIP
+    >>> task = ClassificationTask(tokenizer, TaskSpec(task="classify", seq_length=128))  # doctest: +SKIP
     >>> train = task.prepare(task.read("sst2/train.tsv", fit_labels=True), training=True)  # doctest: +SKIP
     >>> task.label_names  # doctest: +SKIP
     ['0', '1']
@@ -38,31 +39,32 @@ class ClassificationData:
 class ClassificationTask(FinetuneTask):
     name = "classify"
 
-    def __init__(self, tokenizer, seq_length, columns=(None, None, None), multi_label=False, label_separator="|",
-                 label_names=None):
-        super().__init__(tokenizer, seq_length)
-        self.columns = tuple(columns)
-        self.multi_label = bool(multi_label)
-        self.label_separator = label_separator
-        self.label_names = None if label_names is None else list(label_names)
+    def __init__(self, tokenizer, spec):
+        super().__init__(tokenizer, spec)
         self._packer = None  # made when the columns are known (they say whether examples are pairs)
 
     @property
     def text_pair(self) -> bool:
-        return self.columns[1] is not None
+        return self.spec.text_pair
+
+    @property
+    def label_names(self) -> list[str] | None:
+        return list(self.spec.label_names) or None
 
     def read(self, path, fit_labels=False, need_labels=True) -> ClassificationExamples:
-        text, pair, label = self.columns
-        examples = read_classification_file(path, text, pair, label, multi_label=self.multi_label,
-                                            label_separator=self.label_separator, need_labels=need_labels)
+        text, pair, label = self.spec.columns
+        examples = read_classification_file(path, text, pair, label, multi_label=self.spec.multi_label,
+                                            label_separator=self.spec.label_separator, need_labels=need_labels)
         if self.label_names is None and not fit_labels:
             raise ValueError("ClassificationTask: learn the labels from the training file first (fit_labels=True).")
         if fit_labels:
-            self.columns = examples.columns  # the dev file and the saved model use the same columns
-            labels = [name for labels in examples.labels for name in labels] if self.multi_label else examples.labels
-            self.label_names = label_vocabulary(labels)
-            if not self.multi_label and len(self.label_names) < 2:
-                raise ValueError(f"{path}: only one label ({self.label_names[0]!r}); classification needs two or more.")
+            labels = [name for labels in examples.labels for name in labels] if self.spec.multi_label else examples.labels
+            label_names = label_vocabulary(labels)
+            if not self.spec.multi_label and len(label_names) < 2:
+                raise ValueError(f"{path}: only one label ({label_names[0]!r}); classification needs two or more.")
+            # The dev file and the saved model use the same columns.
+            self.spec = self.spec.replace(columns=examples.columns, text_pair=examples.columns[1] is not None,
+                                          label_names=label_names)
         return examples
 
     def subset(self, examples: ClassificationExamples, indices) -> ClassificationExamples:
@@ -74,11 +76,11 @@ class ClassificationTask(FinetuneTask):
         labels = None if examples.labels is None else self._encode(examples)
         pairs = examples.text_pairs if self.text_pair else None
         if self._packer is None:
-            self._packer = TextPacker(self.tokenizer, self.seq_length, self.text_pair)
+            self._packer = TextPacker(self.tokenizer, self.seq_length, self.text_pair, self.spec.truncation)
         return ClassificationData(examples, labels, self._packer(examples.texts, pairs))
 
     def _encode(self, examples: ClassificationExamples) -> np.ndarray:
-        if not self.multi_label:
+        if not self.spec.multi_label:
             return np.array(encode_labels(examples.labels, self.label_names, examples.source, examples.lines), np.int32)
         multi_hot = np.zeros([len(examples), len(self.label_names)], np.float32)
         for row, (labels, line) in enumerate(zip(examples.labels, examples.lines)):
@@ -93,7 +95,8 @@ class ClassificationTask(FinetuneTask):
 
     def build_model(self, encoder, dropout):
         return BertClassifier(encoder, num_classes=len(self.label_names), dropout=dropout,
-                              mode="multi_label" if self.multi_label else "single_label", label_names=self.label_names)
+                              mode="multi_label" if self.spec.multi_label else "single_label",
+                              label_names=self.label_names)
 
     def loss(self, config, data):
         if not config.focal_loss:
@@ -110,8 +113,8 @@ class ClassificationTask(FinetuneTask):
 
     def scores(self, data: ClassificationData, outputs) -> dict:
         logits = np.stack(outputs)
-        if self.multi_label:
-            return self._multi_label_scores(data.labels.astype(bool), logits >= 0.0)
+        if self.spec.multi_label:
+            return self._multi_label_scores(data.labels.astype(bool), self._chosen(logits))
         report = classification_report(data.labels, logits.argmax(axis=1), self.label_names)
         if len(self.label_names) == 2:
             report["f1"] = report["per_class"][self.label_names[1]]["f1"]
@@ -135,18 +138,19 @@ class ClassificationTask(FinetuneTask):
 
     def predictions(self, data: ClassificationData, outputs) -> list[dict]:
         logits = np.stack(outputs).astype(np.float64)
-        if self.multi_label:
+        if self.spec.multi_label:
             probabilities = 1.0 / (1.0 + np.exp(-logits))
-            return [{"labels": [name for name, p in zip(self.label_names, row) if p >= 0.5],
-                     "probabilities": dict(zip(self.label_names, row.tolist()))} for row in probabilities]
+            return [{"labels": [name for name, chosen in zip(self.label_names, row) if chosen],
+                     "probabilities": dict(zip(self.label_names, p.tolist()))}
+                    for row, p in zip(self._chosen(logits), probabilities)]
         exp = np.exp(logits - logits.max(axis=1, keepdims=True))
         probabilities = exp / exp.sum(axis=1, keepdims=True)
         return [{"label": self.label_names[int(row.argmax())], "probability": float(row.max()),
                  "probabilities": dict(zip(self.label_names, row.tolist()))} for row in probabilities]
 
-    def settings(self) -> dict:
-        return {"columns": list(self.columns), "multi_label": self.multi_label,
-                "label_separator": self.label_separator, "label_names": self.label_names}
+    def _chosen(self, logits: np.ndarray) -> np.ndarray:
+        """Multi-label: which classes are predicted (sigmoid at least the spec's threshold)."""
+        return 1.0 / (1.0 + np.exp(-logits.astype(np.float64))) >= self.spec.multi_label_threshold
 
     def examples_from_texts(self, texts, text_pairs=None) -> ClassificationExamples:
         """Examples to predict, from strings (one per text, and a second text each for pair models)."""
@@ -155,6 +159,6 @@ class ClassificationTask(FinetuneTask):
                              if self.text_pair else "This model classifies single texts; it takes no second text.")
         if text_pairs is not None and len(text_pairs) != len(texts):
             raise ValueError(f"Got {len(texts)} texts but {len(text_pairs)} second texts.")
-        return ClassificationExamples("<texts>", self.columns, list(texts),
+        return ClassificationExamples("<texts>", self.spec.columns, list(texts),
                                       None if text_pairs is None else list(text_pairs), None,
                                       list(range(1, len(texts) + 1)))

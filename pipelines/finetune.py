@@ -32,12 +32,16 @@ import keras
 import numpy as np
 
 import bert_tf
+from bert_tf.checkpoints import check_vocabulary_fits
 from bert_tf.checkpoints.pretrained import presets_home
 from bert_tf.finetuning import FinetuneConfig
 from bert_tf.optimization import create_optimizer
 from bert_tf.tokenizer import BertTokenizer
-from bert_tf.vocabulary import read_vocab_file
-from pipelines.finetune_task import FinetuneTask, task_from_config, task_from_directory
+from bert_tf.vocabulary import read_vocab_file, resolve_lower_case
+
+CASING_FLAGS = ("--cased (lower_case=False)", "--uncased (lower_case=True)")  # how casing errors name them
+from pipelines.finetune_task import FinetuneTask
+from pipelines.tasks import task_from_config, task_from_directory
 
 
 @dataclasses.dataclass
@@ -68,7 +72,6 @@ def load_encoder(config: FinetuneConfig):
         vocab_file = config.vocab_file or encoder.vocab_file
         if vocab_file is None:
             raise ValueError(f"{config.init} has no vocab.txt; pass the vocabulary it was trained with (--vocab).")
-        lower_case = config.lower_case if config.lower_case is not None else encoder.lower_case
     else:
         if not is_config_file and config.init not in bert_tf.BertConfig.preset_names():
             raise FileNotFoundError(
@@ -77,19 +80,16 @@ def load_encoder(config: FinetuneConfig):
             )
         if config.vocab_file is None:
             raise ValueError(f"A random start from {config.init} needs a vocabulary (vocab_file / --vocab).")
-        vocab_file, lower_case = config.vocab_file, config.lower_case
+        vocab_file = config.vocab_file
         vocab_size = len(read_vocab_file(vocab_file))
         if is_config_file:
             bert_config = bert_tf.BertConfig.from_json_file(init)
         else:
             bert_config = bert_tf.BertConfig.preset(config.init, vocab_size=vocab_size)
         encoder = bert_tf.BertModel(bert_config)
-    vocab_size = len(read_vocab_file(vocab_file))
-    if vocab_size > encoder.config.vocab_size:
-        raise ValueError(f"{vocab_file} has {vocab_size} tokens, more than the model's {encoder.config.vocab_size}.")
-    if encoder.config.max_position_embeddings < config.sequence_length():
-        raise ValueError(f"seq_length {config.sequence_length()} exceeds the model's "
-                         f"{encoder.config.max_position_embeddings} positions.")
+    check_vocabulary_fits(len(read_vocab_file(vocab_file)), encoder.config.vocab_size, vocab_file)
+    lower_case = resolve_lower_case(vocab_file, config.lower_case, CASING_FLAGS)
+    config.task_spec().check_fits(encoder.config)
     return encoder, Path(vocab_file), lower_case
 
 
@@ -163,8 +163,7 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
         epochs_run = len(history.history.get("loss", []))
         bert_tf.save_pretrained(
             model, out, vocab_file=vocab_file, lower_case=tokenizer.lower_case,
-            task=task.name, seq_length=task.seq_length, text_pair=getattr(task, "text_pair", False),
-            settings=task.settings(), dev_scores=metrics,
+            task=task.spec, dev_scores=metrics,
             training={"config": dataclasses.asdict(config), "train_examples": len(train_examples),
                       "train_steps": steps, "epochs_run": epochs_run, "best_epoch": best_epoch,
                       "train_seconds": round(train_seconds, 1)},

@@ -6,13 +6,13 @@ Python predictions. `pipelines.finetune` and `pipelines.prediction` only call th
 methods; the three tasks are `ClassificationTask`, `NerTask` and `SquadTask`.
 
 Flow:
-    task = task_from_config(config, tokenizer)
+    task = task_from_config(config, tokenizer)    # pipelines.tasks
     train = task.prepare(task.read(train_file, fit_labels=True), training=True)
     dev = task.prepare(task.read(dev_file), training=False)
     model = task.build_model(encoder, dropout)
     model.fit(task.training_batches(train, batch_size, ...))
     task.evaluate(model, dev, batch_size)        # {"accuracy": ..., ...}
-    task.settings()                              # saved with the model, read back by task_from_directory
+    task.spec                                    # the bert_tf.TaskSpec saved with the model (labels learned)
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.finetuning import FinetuneConfig
+from bert_tf.task_spec import TaskSpec
 from bert_tf.tokenizer import BertTokenizer
 from pipelines.bucketing import batch_examples
 from pipelines.model_outputs import predict_examples
@@ -35,9 +36,15 @@ class FinetuneTask(abc.ABC):
     per_position = False  # the model's outputs are per token ([batch, length, ...])
     label_padding = 0  # the label of padding positions (per-token labels only)
 
-    def __init__(self, tokenizer: BertTokenizer, seq_length: int):
+    def __init__(self, tokenizer: BertTokenizer, spec: TaskSpec):
+        if spec.task != self.name:
+            raise ValueError(f"{type(self).__name__} runs task {self.name!r}, not {spec.task!r}.")
         self.tokenizer = tokenizer
-        self.seq_length = seq_length
+        self.spec = spec  # replaced (it is frozen) when the training data teaches the labels
+
+    @property
+    def seq_length(self) -> int:
+        return self.spec.seq_length
 
     # ----- the task's own parts ------------------------------------------------------------
 
@@ -77,10 +84,6 @@ class FinetuneTask(abc.ABC):
     def predictions(self, data, outputs: list) -> list:
         """Plain Python predictions, one per example."""
 
-    @abc.abstractmethod
-    def settings(self) -> dict:
-        """What a saved model needs to rebuild this task (JSON-serializable), besides task and seq_length."""
-
     # ----- shared ------------------------------------------------------------------------
 
     def training_batches(self, data, batch_size: int, bucketing: bool, seed: int | None) -> tf.data.Dataset:
@@ -100,40 +103,3 @@ class FinetuneTask(abc.ABC):
 
     def predict(self, model: keras.Model, data, batch_size: int, progress: bool = False) -> list:
         return self.predictions(data, self.outputs(model, data, batch_size, progress))
-
-
-def task_from_config(config: FinetuneConfig, tokenizer: BertTokenizer) -> FinetuneTask:
-    """A new task (labels not yet learned) for a fine-tuning run."""
-    from pipelines.classification_task import ClassificationTask
-    from pipelines.ner_task import NerTask
-    from pipelines.squad_task import SquadTask
-
-    seq_length = config.sequence_length()
-    if config.task == "classify":
-        return ClassificationTask(tokenizer, seq_length, columns=(config.text_column, config.text_pair_column,
-                                                                  config.label_column),
-                                  multi_label=config.multi_label, label_separator=config.label_separator)
-    if config.task == "ner":
-        return NerTask(tokenizer, seq_length)
-    return SquadTask(tokenizer, seq_length, doc_stride=config.doc_stride, max_query_length=config.max_query_length,
-                     max_answer_length=config.max_answer_length, n_best_size=config.n_best_size,
-                     null_score_threshold=config.null_score_threshold)
-
-
-def task_from_directory(directory) -> FinetuneTask:
-    """The task of a fine-tuned model directory (`bert_tf.load_model_directory`), with its saved settings."""
-    from pipelines.classification_task import ClassificationTask
-    from pipelines.ner_task import NerTask
-    from pipelines.squad_task import SquadTask
-
-    metadata = directory.metadata
-    tasks = {"classify": ClassificationTask, "ner": NerTask, "squad": SquadTask}
-    if metadata.get("task") not in tasks:
-        raise ValueError(
-            f"The model directory holds a {metadata.get('task', 'model without a task')!r}, not a fine-tuned "
-            f"model of a task {sorted(tasks)} (bert-tf finetune writes those)."
-        )
-    if directory.vocab_file is None:
-        raise ValueError("The model directory has no vocab.txt.")
-    tokenizer = BertTokenizer(directory.vocab_file, directory.lower_case)
-    return tasks[metadata["task"]](tokenizer, int(metadata["seq_length"]), **metadata.get("settings", {}))

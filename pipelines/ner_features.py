@@ -4,20 +4,19 @@ Each word is tokenized on its own (all words of a batch in one graph call of
 `BertTokenizer`), which gives its pieces and so the word id of every token exactly; this is
 the usual way for pre-split words (Hugging Face's `is_split_into_words`) and gives the same
 pieces as tokenizing the sentence, because BERT's tokenizer never joins across whitespace.
-A word with no pieces (e.g. only control characters) becomes `[UNK]`, so every word gets a
-prediction. The assembly into sequences is plain Python per sentence (documented choice:
-it needs the word boundaries, and it runs once per data set, in seconds for CoNLL-2003).
+The sequences are `bert_tf.ner_windows.word_windows`' windows, the ones the exported
+SavedModel tags: a sentence longer than `seq_length - 2` pieces is split into consecutive
+windows of whole words, each its own sequence, and the predictions of the windows are joined
+again, so no word goes without a tag (a word without pieces is `[UNK]`).
 
 Labels: a word's label on its first piece, `IGNORE_LABEL` (-100) elsewhere
-(`bert_tf.word_alignment`). A sentence longer than `seq_length - 2` pieces is split into
-consecutive chunks of whole words, each its own sequence, and the predictions of the
-chunks are joined again, so no word goes without a tag.
+(`bert_tf.word_alignment`).
 
 Example:
     >>> features = ner_features([["EU", "rejects", "German", "call"]], tokenizer, 128,  # doctest: +SKIP
     ...                         [[3, 0, 1, 0]])
     >>> features.word_ids[0]  # doctest: +SKIP
-    array([-1,  0,  1,  2,  3, -1])
+    array([-1,  0,  1,  2,  3, -1], dtype=int32)
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.ner_windows import word_windows
 from bert_tf.tokenizer import BertTokenizer
 from pipelines.bucketing import rows_dataset
 from bert_tf.word_alignment import align_word_labels, first_piece_positions, word_predictions
@@ -60,31 +60,12 @@ class NerFeatures:
         return rows_dataset((features, ragged(self.labels)))
 
 
-def word_pieces(sentences: Sequence[Sequence[str]], tokenizer: BertTokenizer) -> list[list[list[int]]]:
-    """The piece ids of every word of every sentence; a word without pieces gets `[UNK]`."""
+def word_pieces(sentences: Sequence[Sequence[str]], tokenizer: BertTokenizer) -> tf.RaggedTensor:
+    """The piece ids of every word of every sentence: int32 [sentences, (words), (pieces)]."""
     words = [word for sentence in sentences for word in sentence]
-    pieces = []
-    for start in range(0, len(words), WORDS_PER_CALL):
-        pieces.extend(tokenizer.tokenize(tf.constant(words[start:start + WORDS_PER_CALL], tf.string)).to_list())
-    unk = tokenizer.vocabulary.unk_id
-    pieces = [word or [unk] for word in pieces]
-    result, position = [], 0
-    for sentence in sentences:
-        result.append(pieces[position:position + len(sentence)])
-        position += len(sentence)
-    return result
-
-
-def _chunks(pieces: list[list[int]], budget: int) -> list[tuple[int, int]]:
-    """Word ranges [first, end) whose pieces fit in `budget` tokens; a longer word alone keeps its first pieces."""
-    chunks, first, used = [], 0, 0
-    for index, word in enumerate(pieces):
-        if used and used + len(word) > budget:
-            chunks.append((first, index))
-            first, used = index, 0
-        used += len(word)
-    chunks.append((first, len(pieces)))
-    return chunks
+    calls = [words[start:start + WORDS_PER_CALL] for start in range(0, len(words), WORDS_PER_CALL)] or [[]]
+    pieces = tf.concat([tokenizer.tokenize(tf.constant(call, tf.string)) for call in calls], axis=0)
+    return tf.RaggedTensor.from_row_lengths(pieces, [len(sentence) for sentence in sentences])
 
 
 def ner_features(
@@ -94,24 +75,15 @@ def ner_features(
     word_labels: Sequence[Sequence[int]] | None = None,
 ) -> NerFeatures:
     """Sequences `[CLS] pieces... [SEP]` of at most `seq_length` tokens, with word ids and (given word labels) labels."""
-    vocabulary = tokenizer.vocabulary
-    budget = seq_length - 2
-    ids_rows, word_id_rows, sentence_rows, label_rows = [], [], [], []
-    for index, pieces in enumerate(word_pieces(sentences, tokenizer)):
-        for first, end in _chunks(pieces, budget):
-            ids = [vocabulary.cls_id]
-            word_ids = [-1]
-            for word in range(first, end):
-                ids.extend(pieces[word])
-                word_ids.extend([word] * len(pieces[word]))
-            ids, word_ids = ids[: budget + 1] + [vocabulary.sep_id], word_ids[: budget + 1] + [-1]
-            ids_rows.append(np.array(ids, np.int32))
-            word_id_rows.append(np.array(word_ids, np.int64))
-            sentence_rows.append(index)
-            if word_labels is not None:
-                label_rows.append(align_word_labels(word_ids, word_labels[index]).astype(np.int32))
-    return NerFeatures(ids_rows, word_id_rows, np.array(sentence_rows, np.int64),
-                       label_rows if word_labels is not None else None)
+    windows = word_windows(word_pieces(sentences, tokenizer), seq_length, tokenizer.vocabulary)
+    ids, word_ids = (np.split(tokens.flat_values.numpy(), tokens.values.row_splits.numpy()[1:])[:-1]
+                     for tokens in (windows.input_word_ids, windows.word_ids))
+    sentence_index = windows.input_word_ids.value_rowids().numpy()
+    labels = None
+    if word_labels is not None:
+        labels = [align_word_labels(word_id, word_labels[sentence]).astype(np.int32)
+                  for word_id, sentence in zip(word_ids, sentence_index)]
+    return NerFeatures(ids, word_ids, sentence_index, labels)
 
 
 def sentence_predictions(

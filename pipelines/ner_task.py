@@ -6,7 +6,7 @@ entity-level precision, recall and F1 (micro over all entities), token accuracy,
 entity type. Predictions are one tag per word.
 
 Example:
-    >>> task = NerTask(tokenizer, seq_length=128)  # doctest: +SKIP
+    >>> task = NerTask(tokenizer, TaskSpec(task="ner", seq_length=128))  # doctest: +SKIP
     >>> train = task.prepare(task.read("conll2003/train.txt", fit_labels=True), training=True)  # doctest: +SKIP
     >>> task.label_names  # doctest: +SKIP
     ['B-LOC', 'B-MISC', 'B-ORG', 'B-PER', 'I-LOC', 'I-MISC', 'I-ORG', 'I-PER', 'O']
@@ -45,9 +45,9 @@ class NerTask(FinetuneTask):
     per_position = True
     label_padding = IGNORE_LABEL
 
-    def __init__(self, tokenizer, seq_length, label_names=None):
-        super().__init__(tokenizer, seq_length)
-        self.label_names = None if label_names is None else list(label_names)
+    @property
+    def label_names(self) -> list[str] | None:
+        return list(self.spec.label_names) or None
 
     def read(self, path, fit_labels=False, need_labels=True) -> NerExamples:
         sentences = read_conll(path, need_tags=need_labels)
@@ -55,9 +55,10 @@ class NerTask(FinetuneTask):
             if sentence.tags is not None:
                 sentence.tags = to_bio(sentence.tags)
         if fit_labels:
-            self.label_names = label_vocabulary(tag for sentence in sentences for tag in sentence.tags)
-            if len(self.label_names) < 2:
-                raise ValueError(f"{path}: only the tag {self.label_names[0]!r}; NER needs two or more tags.")
+            label_names = label_vocabulary(tag for sentence in sentences for tag in sentence.tags)
+            if len(label_names) < 2:
+                raise ValueError(f"{path}: only the tag {label_names[0]!r}; NER needs two or more tags.")
+            self.spec = self.spec.replace(label_names=label_names)
         elif self.label_names is None:
             raise ValueError("NerTask: learn the tags from the training file first (fit_labels=True).")
         return NerExamples(str(path), sentences)
@@ -92,9 +93,6 @@ class NerTask(FinetuneTask):
     def predictions(self, data: NerData, outputs) -> list[list[tuple[str, str]]]:
         return [list(zip(sentence.words, tags))
                 for sentence, tags in zip(data.sentences, self._predicted_tags(data, outputs))]
-
-    def settings(self) -> dict:
-        return {"label_names": self.label_names}
 
     def examples_from_texts(self, texts) -> NerExamples:
         """Sentences to tag from strings, split into words at whitespace."""

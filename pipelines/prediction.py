@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import bert_tf
-from pipelines.finetune_task import task_from_directory
+from pipelines.tasks import task_from_directory
 
 
 class Predictor:

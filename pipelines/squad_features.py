@@ -1,7 +1,8 @@
 """SQuAD features: question + context windows as BERT sequence pairs, answers as token positions.
 
-Each sequence is `[CLS] question [SEP] context window [SEP]` (type ids 0, then 1 from the
-window on). The question keeps its first `max_query_length` tokens; a context too long for
+The windows are `bert_tf.squad_windows.squad_windows`'s, the same the SavedModel makes:
+each sequence is `[CLS] question [SEP] context window [SEP]` (type ids 0, then 1 from the
+window on); the question keeps its first `max_query_length` tokens; a context too long for
 the rest of `seq_length` is split into overlapping windows whose starts are `doc_stride`
 tokens apart (google-research/bert `run_squad.py`).
 
@@ -14,8 +15,8 @@ answer begins and ends on token boundaries (every answer of the shared SQuAD sub
 see tests/test_squad_shared_data.py). A window that does not hold the whole answer, and
 an unanswerable question (SQuAD 2.0), point at `[CLS]` (position 0).
 
-The windows are assembled in Python per question (documented choice: they need the
-token offsets; it runs once per data set).
+The labels are found in Python per window (documented choice: they need the token offsets;
+it runs once per data set).
 
 Example:
     >>> features = squad_features(examples, tokenizer, seq_length=384, max_query_length=64,  # doctest: +SKIP
@@ -32,6 +33,7 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.squad_windows import WindowLayout, squad_windows
 from bert_tf.tokenizer import BertTokenizer
 from pipelines.bucketing import rows_dataset
 from pipelines.squad import Answer, SquadExample
@@ -71,6 +73,7 @@ class SquadFeatures:
     input_word_ids: list[np.ndarray]  # per window, int32 [length]
     input_type_ids: list[np.ndarray]
     windows: list[Window]
+    layout: WindowLayout  # the windows as arrays, for `bert_tf.squad_windows.best_answers`
     contexts: list[ContextTokens]  # per example
     start_positions: np.ndarray | None  # per window: answer start/end positions (0: no answer here)
     end_positions: np.ndarray | None
@@ -129,17 +132,6 @@ def token_span_text(context: str, tokens: ContextTokens, first: int, last: int) 
     return context[tokens.starts[first]:tokens.ends[last]]
 
 
-def window_spans(num_tokens: int, max_tokens: int, doc_stride: int) -> list[tuple[int, int]]:
-    """(start, length) of the windows over `num_tokens` context tokens, as google-research/bert makes them."""
-    spans, start = [], 0
-    while True:
-        length = min(num_tokens - start, max_tokens)
-        spans.append((start, length))
-        if start + length >= num_tokens:
-            return spans
-        start += min(length, doc_stride)
-
-
 def squad_features(
     examples: Sequence[SquadExample],
     tokenizer: BertTokenizer,
@@ -149,31 +141,47 @@ def squad_features(
     with_labels: bool,
 ) -> SquadFeatures:
     """The windows of every question; with labels, the first answer's positions in each window."""
-    vocabulary = tokenizer.vocabulary
     contexts = tokenize_contexts([example.context for example in examples], tokenizer)
     questions = _tokenize([example.question for example in examples], tokenizer, with_offsets=False)
-    ids_rows, type_rows, windows, starts, ends = [], [], [], [], []
-    for index, (example, context, question) in enumerate(zip(examples, contexts, questions)):
-        question = question[:max_query_length]
-        max_tokens = seq_length - len(question) - 3
-        answer = None
-        if with_labels and not example.is_impossible:
-            if not example.answers:
-                raise ValueError(f"Question {example.question_id!r} has no answer to train on.")
-            try:
-                answer = answer_token_span(context, example.answers[0])
-            except ValueError as error:
-                raise ValueError(f"Question {example.question_id!r}: {error}") from None
-        for doc_start, doc_length in window_spans(len(context), max_tokens, doc_stride):
-            window = Window(index, doc_start, doc_length, context_offset=len(question) + 2)
-            ids = [vocabulary.cls_id, *question, vocabulary.sep_id,
-                   *context.ids[doc_start:doc_start + doc_length].tolist(), vocabulary.sep_id]
-            ids_rows.append(np.array(ids, np.int32))
-            type_rows.append(np.array([0] * (len(question) + 2) + [1] * (doc_length + 1), np.int32))
-            windows.append(window)
-            inside = answer is not None and doc_start <= answer[0] and answer[1] < doc_start + doc_length
-            offset = window.context_offset - doc_start
-            starts.append(answer[0] + offset if inside else 0)
-            ends.append(answer[1] + offset if inside else 0)
+    windows = squad_windows(_ragged(questions), _ragged([context.ids for context in contexts]), seq_length,
+                            max_query_length, doc_stride, tokenizer.vocabulary)
+    layout = WindowLayout(*(value.numpy() for value in windows.layout))
+    answers = [_labelled_span(example, context) if with_labels else None
+               for example, context in zip(examples, contexts)]
+    window_list = [Window(*fields) for fields in zip(layout.example_index.tolist(), layout.doc_start.tolist(),
+                                                     layout.doc_length.tolist(), layout.context_offset.tolist())]
+    starts, ends = [], []
+    for window in window_list:
+        answer = answers[window.example_index]
+        end = window.doc_start + window.doc_length
+        inside = answer is not None and window.doc_start <= answer[0] and answer[1] < end
+        offset = window.context_offset - window.doc_start
+        starts.append(answer[0] + offset if inside else 0)
+        ends.append(answer[1] + offset if inside else 0)
     labels = (np.array(starts, np.int64), np.array(ends, np.int64)) if with_labels else (None, None)
-    return SquadFeatures(ids_rows, type_rows, windows, contexts, *labels)
+    return SquadFeatures(_rows(windows.input_word_ids), _rows(windows.input_type_ids), window_list, layout, contexts,
+                         *labels)
+
+
+def _labelled_span(example: SquadExample, context: ContextTokens) -> tuple[int, int] | None:
+    """The first answer's first and last context token; None for an unanswerable question."""
+    if example.is_impossible:
+        return None
+    if not example.answers:
+        raise ValueError(f"Question {example.question_id!r} has no answer to train on.")
+    try:
+        return answer_token_span(context, example.answers[0])
+    except ValueError as error:
+        raise ValueError(f"Question {example.question_id!r}: {error}") from None
+
+
+def _ragged(rows) -> tf.RaggedTensor:
+    """Token id rows as an int32 RaggedTensor [rows, (tokens)]."""
+    values = np.concatenate([np.asarray(row, np.int32) for row in rows]) if rows else np.zeros(0, np.int32)
+    return tf.RaggedTensor.from_row_lengths(values, np.array([len(row) for row in rows], np.int64))
+
+
+def _rows(ragged: tf.RaggedTensor) -> list[np.ndarray]:
+    """The rows of a RaggedTensor as numpy arrays."""
+    values, splits = ragged.values.numpy(), ragged.row_splits.numpy()
+    return [values[start:end] for start, end in zip(splits[:-1], splits[1:])]

@@ -1,20 +1,14 @@
 """SQuAD answers from start/end logits: the best valid span over a question's windows, as original context text.
 
-For each window, the `n_best_size` highest start logits and end logits are paired; a pair
-is a candidate if both tokens are context tokens of the window, the end is not before the
-start, the span has at most `max_answer_length` tokens, and the window is the start
-token's "max context" window (of the windows holding it, the one where it has the most
-context on its shorter side, google-research/bert `_check_is_max_context`). A candidate
-scores start logit + end logit; its text is the context from its first token's first
-character to its last token's last character (offsets from the tokenizer), so the answer
-is the original text, case and accents included.
-
-SQuAD 2.0: the null answer scores the lowest start + end logit at `[CLS]` over the
-windows; the prediction is "" when the null score exceeds the best span's score by more
-than `null_score_threshold`.
+The span is chosen by `bert_tf.squad_windows.best_answers`, the implementation the
+SavedModel runs too (its module docstring gives the rules: n-best starts × ends per
+window, max-context windows, SQuAD 2.0's null answer and threshold). Its text is the
+context from its first token's first character to its last token's last character
+(offsets from the tokenizer), so the answer is the original text, case and accents
+included.
 
 Example:
-    >>> answers = best_answers(examples, features, start_logits, end_logits)  # doctest: +SKIP
+    >>> answers = answer_predictions(examples, features, start_logits, end_logits)  # doctest: +SKIP
     >>> answers[0]  # doctest: +SKIP
     AnswerPrediction(text='Saint Bernadette Soubirous', start=515, end=541, score=17.2, probability=0.93)
 """
@@ -22,13 +16,13 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
 from typing import Sequence
 
 import numpy as np
 
+from bert_tf.squad_windows import best_answers
 from pipelines.squad import SquadExample
-from pipelines.squad_features import SquadFeatures, Window
+from pipelines.squad_features import SquadFeatures
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,24 +34,7 @@ class AnswerPrediction:
     probability: float  # softmax of the score over the n-best candidates (and the null answer)
 
 
-def _max_context_windows(windows: Sequence[Window]) -> dict[int, int]:
-    """For each context token, the index (in `windows`) of the window where it has the most context."""
-    best: dict[int, tuple[float, int]] = {}
-    for window_index, window in enumerate(windows):
-        for token in range(window.doc_start, window.doc_start + window.doc_length):
-            left, right = token - window.doc_start, window.doc_start + window.doc_length - 1 - token
-            score = min(left, right) + 0.01 * window.doc_length
-            if token not in best or score > best[token][0]:
-                best[token] = (score, window_index)
-    return {token: window_index for token, (_, window_index) in best.items()}
-
-
-def _softmax(scores: np.ndarray) -> np.ndarray:
-    exp = np.exp(scores - scores.max())
-    return exp / exp.sum()
-
-
-def best_answers(
+def answer_predictions(
     examples: Sequence[SquadExample],
     features: SquadFeatures,
     start_logits: Sequence[np.ndarray],
@@ -68,40 +45,24 @@ def best_answers(
     null_score_threshold: float = 0.0,
 ) -> list[AnswerPrediction]:
     """The predicted answer of every example, from each window's logits ([length] each, in feature order)."""
-    windows_of = defaultdict(list)
-    for feature_index, window in enumerate(features.windows):
-        windows_of[window.example_index].append(feature_index)
+    answers = best_answers(_padded(start_logits), _padded(end_logits), features.layout,
+                           max_answer_length=max_answer_length, n_best_size=n_best_size, version_2=version_2,
+                           null_score_threshold=null_score_threshold)
     predictions = []
-    for example_index, example in enumerate(examples):
-        feature_indices = windows_of[example_index]
-        tokens = features.contexts[example_index]
-        max_context = _max_context_windows([features.windows[i] for i in feature_indices])
-        candidates: dict[tuple[int, int], float] = {}  # (first char, end char) → best score
-        null_score = np.inf
-        for local_index, feature_index in enumerate(feature_indices):
-            window = features.windows[feature_index]
-            starts, ends = np.asarray(start_logits[feature_index]), np.asarray(end_logits[feature_index])
-            null_score = min(null_score, float(starts[0] + ends[0]))
-            for start in np.argsort(-starts)[:n_best_size]:
-                first = window.context_token(int(start))
-                if first is None or max_context.get(first) != local_index:
-                    continue
-                for end in np.argsort(-ends)[:n_best_size]:
-                    last = window.context_token(int(end))
-                    if last is None or last < first or last - first + 1 > max_answer_length:
-                        continue
-                    span = (int(tokens.starts[first]), int(tokens.ends[last]))
-                    score = float(starts[start] + ends[end])
-                    candidates[span] = max(score, candidates.get(span, -np.inf))
-        ranked = sorted(candidates.items(), key=lambda item: -item[1])[:n_best_size]
-        scores = np.array([score for _, score in ranked] + ([null_score] if version_2 else []))
-        probabilities = _softmax(scores) if len(scores) else np.zeros(0)
-        no_answer = AnswerPrediction("", 0, 0, null_score if version_2 else 0.0,
-                                     float(probabilities[-1]) if version_2 else 0.0)
-        if not ranked or (version_2 and null_score - ranked[0][1] > null_score_threshold):
-            predictions.append(no_answer)
+    for example, tokens, first, last, score, probability in zip(
+            examples, features.contexts, answers.first_token.numpy().tolist(), answers.last_token.numpy().tolist(),
+            answers.score.numpy().tolist(), answers.probability.numpy().tolist()):
+        if first < 0:
+            predictions.append(AnswerPrediction("", 0, 0, score, probability))
             continue
-        (first_char, end_char), score = ranked[0]
-        predictions.append(AnswerPrediction(example.context[first_char:end_char], first_char, end_char, score,
-                                            float(probabilities[0])))
+        start, end = int(tokens.starts[first]), int(tokens.ends[last])
+        predictions.append(AnswerPrediction(example.context[start:end], start, end, score, probability))
     return predictions
+
+
+def _padded(rows: Sequence[np.ndarray]) -> np.ndarray:
+    """float32 [rows, longest row], zeros after each row's end (`best_answers` reads a window's own length)."""
+    padded = np.zeros((len(rows), max((len(row) for row in rows), default=1)), np.float32)
+    for index, row in enumerate(rows):
+        padded[index, :len(row)] = row
+    return padded

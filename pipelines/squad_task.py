@@ -6,8 +6,11 @@ exact match and F1 in percent). SQuAD 2.0 is recognised from the training data (
 marked `is_impossible`); its unanswerable questions train toward `[CLS]` and score 1 when
 the prediction is "".
 
+The settings (doc_stride, max_query_length, max_answer_length, n_best_size, null_score_threshold,
+version_2) are the task's `bert_tf.TaskSpec`, saved with the model and used by its exports.
+
 Example:
-    >>> task = SquadTask(tokenizer, seq_length=384)  # doctest: +SKIP
+    >>> task = SquadTask(tokenizer, TaskSpec(task="squad", seq_length=384))  # doctest: +SKIP
     >>> dev = task.prepare(task.read("dev-v1.1.json"), training=False)  # doctest: +SKIP
     >>> task.evaluate(model, dev, batch_size=32)  # doctest: +SKIP
     {'exact_match': 80.9, 'f1': 88.2}
@@ -22,7 +25,7 @@ from bert_tf.span_labeler import BertSpanLabeler
 from pipelines.finetune_task import FinetuneTask
 from pipelines.squad import SquadExample, is_squad_v2, read_squad
 from pipelines.squad_features import SquadFeatures, squad_features
-from pipelines.squad_postprocess import AnswerPrediction, best_answers
+from pipelines.squad_postprocess import AnswerPrediction, answer_predictions
 
 
 @dataclasses.dataclass
@@ -35,27 +38,17 @@ class SquadTask(FinetuneTask):
     name = "squad"
     per_position = True
 
-    def __init__(self, tokenizer, seq_length, doc_stride=128, max_query_length=64, max_answer_length=30,
-                 n_best_size=20, null_score_threshold=0.0, version_2=False):
-        super().__init__(tokenizer, seq_length)
-        self.doc_stride = doc_stride
-        self.max_query_length = max_query_length
-        self.max_answer_length = max_answer_length
-        self.n_best_size = n_best_size
-        self.null_score_threshold = null_score_threshold
-        self.version_2 = version_2
-
     def read(self, path, fit_labels=False, need_labels=True) -> list[SquadExample]:
         examples = read_squad(path, need_answers=need_labels)
         if fit_labels:
-            self.version_2 = is_squad_v2(examples)
-        elif is_squad_v2(examples) and not self.version_2:
+            self.spec = self.spec.replace(version_2=is_squad_v2(examples))
+        elif is_squad_v2(examples) and not self.spec.version_2:
             raise ValueError(f"{path} has unanswerable questions (SQuAD 2.0), but the model was trained on SQuAD 1.1.")
         return examples
 
     def prepare(self, examples: list[SquadExample], training: bool) -> SquadData:
-        features = squad_features(examples, self.tokenizer, self.seq_length, self.max_query_length, self.doc_stride,
-                                  with_labels=training)
+        features = squad_features(examples, self.tokenizer, self.seq_length, self.spec.max_query_length,
+                                  self.spec.doc_stride, with_labels=training)
         return SquadData(examples, features)
 
     def dataset(self, data: SquadData):
@@ -65,26 +58,21 @@ class SquadTask(FinetuneTask):
         return BertSpanLabeler(encoder)
 
     def answers(self, data: SquadData, outputs) -> list[AnswerPrediction]:
-        return best_answers(
+        return answer_predictions(
             data.examples, data.features,
             [output["start_logits"] for output in outputs], [output["end_logits"] for output in outputs],
-            n_best_size=self.n_best_size, max_answer_length=self.max_answer_length, version_2=self.version_2,
-            null_score_threshold=self.null_score_threshold,
+            n_best_size=self.spec.n_best_size, max_answer_length=self.spec.max_answer_length,
+            version_2=self.spec.version_2, null_score_threshold=self.spec.null_score_threshold,
         )
 
     def scores(self, data: SquadData, outputs) -> dict:
         predictions = {example.question_id: answer.text for example, answer in zip(data.examples, self.answers(data, outputs))}
         # SQuAD 2.0's official script scores an unanswerable question against the answer "".
         truths = {example.question_id: [answer.text for answer in example.answers] or [""] for example in data.examples}
-        return squad_scores(predictions, truths)
+        return squad_scores(predictions, truths, version_2=self.spec.version_2)
 
     def predictions(self, data: SquadData, outputs) -> list[dict]:
         return [dataclasses.asdict(answer) for answer in self.answers(data, outputs)]
-
-    def settings(self) -> dict:
-        return {"doc_stride": self.doc_stride, "max_query_length": self.max_query_length,
-                "max_answer_length": self.max_answer_length, "n_best_size": self.n_best_size,
-                "null_score_threshold": self.null_score_threshold, "version_2": self.version_2}
 
     def examples_from_texts(self, questions, contexts) -> list[SquadExample]:
         """Questions to answer, each with its context."""

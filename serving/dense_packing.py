@@ -2,11 +2,10 @@
 
 Used where ragged packing (`tensorflow_text.combine_segments`, ragged slicing) cannot be:
 in TFLite models, which have no kernels for RaggedRange or RaggedGather
-(`serving.tflite_export`), and where the number of tokens kept per segment is computed
-by the caller (`serving.text_tasks`: NER words, SQuAD questions). Each segment comes as
-a dense [batch, width] tensor of ids with the count of its tokens to keep per example;
-`[CLS]`, the kept tokens and one `[SEP]` per segment are placed by position with gathers
-and selects, and the rest is padding.
+(`serving.tflite_export`). Each segment comes as a dense [batch, width] tensor of ids
+with the count of its tokens to keep per example; `[CLS]`, the kept tokens and one
+`[SEP]` per segment are placed by position with gathers and selects, and the rest is
+padding.
 
 Example:
     >>> ids = pack_dense([tf.constant([[7, 8, 9]]), tf.constant([[5, 0, 0]])],
@@ -47,21 +46,21 @@ def pack_dense(segments: list[tf.Tensor], counts: list[tf.Tensor], seq_length: i
     }
 
 
-def round_robin_counts(lengths: list[tf.Tensor], budget: int) -> list[tf.Tensor]:
-    """Tokens kept per segment (one or two) under tensorflow-text's RoundRobinTrimmer: one token per
-    segment in turn, the first segment first, until the budget or the segments run out."""
+def segment_counts(lengths: list[tf.Tensor], budget: int, truncation: str) -> list[tf.Tensor]:
+    """Tokens kept per segment (one or two, int32 [batch] each) under `truncation`, exactly as
+    `bert_tf.BertPreprocessor` keeps them (tested against it on every pair of lengths up to a budget)."""
     if len(lengths) == 1:
         return [tf.minimum(lengths[0], budget)]
     first, second = lengths
-    return [
-        tf.minimum(first, tf.maximum((budget + 1) // 2, budget - second)),
-        tf.minimum(second, tf.maximum(budget // 2, budget - first)),
-    ]
+    if truncation == "waterfall":  # the last segment is cut first
+        kept_first = tf.minimum(first, budget)
+        return [kept_first, tf.minimum(second, budget - kept_first)]
+    if truncation == "round_robin":  # one token per segment in turn, the first segment first
+        return [tf.minimum(first, tf.maximum((budget + 1) // 2, budget - second)),
+                tf.minimum(second, tf.maximum(budget // 2, budget - first))]
+    # longest_first: the longer segment loses a token until both fit; halves when both exceed half
+    # the budget, the odd token to the longer one (to the second on a tie).
+    first_longer = first > second
+    return [tf.minimum(first, tf.maximum(budget - second, tf.where(first_longer, (budget + 1) // 2, budget // 2))),
+            tf.minimum(second, tf.maximum(budget - first, tf.where(first_longer, budget // 2, (budget + 1) // 2)))]
 
-
-def question_first_counts(lengths: list[tf.Tensor], budget: int, max_question_tokens: int) -> list[tf.Tensor]:
-    """Tokens kept for (question, context), as SQuAD features are made: the question's first
-    `max_question_tokens`, the context what is left (only its first window)."""
-    question, context = lengths
-    kept_question = tf.minimum(question, min(max_question_tokens, budget))
-    return [kept_question, tf.minimum(context, budget - kept_question)]

@@ -13,7 +13,9 @@ Signatures (inputs and outputs per task: see `serving.signatures`):
   `[CLS] [SEP]`.
 - `serve_ids`: `input_word_ids`, `input_mask`, `input_type_ids` (int32 [batch,
   seq_length]) in, the same outputs; no text ops run.
-- `preprocess`: the text inputs → the three id tensors that `serve_ids` takes.
+- `preprocess`: the text inputs → the three id tensors that `serve_ids` takes ([batch,
+  seq_length]; for ner and squad, whose long inputs take several windows, [batch, windows,
+  seq_length]: reshape to [-1, seq_length] and drop the all-zero rows of missing windows).
 - `model_info`: `request` (string [batch], values ignored: send `[""]`) → the recorded
   settings, one row per request: `task` (string), `seq_length` (int32), `lower_case`
   (bool), `vocab_size` (int32), `vocab_file` (string: the vocabulary asset's path where
@@ -48,7 +50,7 @@ from bert_tf.checkpoints.pretrained import load_model_directory
 from serving.signatures import ServingSpec, model_info_function, serve_ids_function, serving_spec, text_input_specs
 from serving.text_tasks import TextSignatures
 
-logger = logging.getLogger("bert_tf.serving")
+logger = logging.getLogger(__name__)
 
 
 def export_saved_model(

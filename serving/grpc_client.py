@@ -42,7 +42,7 @@ from tensorflow_serving.apis import (
 from serving.batching import as_arrays, batch_major_outputs, chunks, predict_in_batches
 from serving.classification import make_example
 
-logger = logging.getLogger("bert_tf.serving")
+logger = logging.getLogger(__name__)
 
 MAX_MESSAGE_BYTES = 2**31 - 1
 

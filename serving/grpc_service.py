@@ -34,7 +34,7 @@ from serving.errors import ServingError
 from serving.model_manager import VersionedModel
 from serving.servable import DEFAULT_SIGNATURE
 
-logger = logging.getLogger("bert_tf.serving")
+logger = logging.getLogger(__name__)
 
 # As TensorFlow Serving does: no practical limit on message sizes (gRPC's default is 4 MiB).
 MAX_MESSAGE_BYTES = 2**31 - 1

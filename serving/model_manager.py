@@ -38,7 +38,7 @@ from tensorflow_serving.apis import get_model_status_pb2
 from serving.errors import ServingError
 from serving.servable import SAVED_MODEL_FILE, Servable
 
-logger = logging.getLogger("bert_tf.serving")
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)

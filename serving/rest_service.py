@@ -35,7 +35,7 @@ from serving.classification import classify
 from serving.errors import ServingError, http_status
 from serving.model_manager import VersionedModel
 
-logger = logging.getLogger("bert_tf.serving")
+logger = logging.getLogger(__name__)
 
 _ROUTE = re.compile(
     r"/v1/models/(?P<name>[^/:]+)"

@@ -34,7 +34,7 @@ import threading
 from concurrent import futures
 from pathlib import Path
 
-logger = logging.getLogger("bert_tf.serving")
+logger = logging.getLogger(__name__)
 
 
 class ModelServer:

@@ -9,9 +9,8 @@ the task:
 - ner: `[(word, tag), ...]` per text (words split at whitespace; words beyond the
   model's `seq_length` get the tag "");
 - squad: `{"text", "start", "end", "score", "probability"}` per question (character
-  offsets into its context; "" for no answer). Unlike the local pipeline, only the
-  context's first window is searched and the probability is normalized over every
-  allowed span (see `serving.signatures`).
+  offsets into its context; "" for no answer), the best span over every window of the
+  context, as the local pipeline finds it (`bert_tf.squad_windows`).
 
 Example:
     >>> predictor = ServerPredictor("127.0.0.1:8500", "sst2")  # doctest: +SKIP

@@ -2,20 +2,20 @@
 
 Shared by the SavedModel export (`serving.export`) and the TFLite export
 (`serving.tflite_export`), so that both give the same outputs under the same names.
-The task follows from the model's class (and must agree with the directory's `task` metadata):
+The task and its settings are the model directory's `bert_tf.TaskSpec` (`load_model_directory`):
 
 | task | model | text inputs | outputs (b: batch, s: sequence, k: classes/tags) |
 |---|---|---|---|
 | classify | BertClassifier | `text` (+ `text_b` if `text_pair`) | `probabilities` [b, k] float32 (softmax; sigmoid per class for multi_label), `label_names` [b, k] string, `logits` [b, k]; regression: `predictions` [b, k] only |
 | encoder, pretrainer | BertModel, BertPretrainer (its encoder) | `text` (+ `text_b` if `text_pair`) | `sequence_output` [b, s, hidden], `pooled_output` [b, hidden] float32 |
-| ner | BertTokenClassifier | `text` | `probabilities` [b, s, k], `tag_ids` [b, s] int32, `tags` [b, s] string (per token; "" on padding) |
-| squad | BertSpanLabeler | `question`, `context` | `start_logits`, `end_logits` [b, s]; the best span: `answer_start`, `answer_end` [b] int32 (token positions; 0, 0: no answer), `answer_score` (its start + end logit), `answer_probability` (softmax over every allowed span, and the null answer for SQuAD 2.0) |
+| ner | BertTokenClassifier | `text` | `probabilities` [b, s, k], `tag_ids` [b, s] int32, `tags` [b, s] string (per token; "" on padding); from text (`serving.text_tasks`): per window of whole words, [b, w, s, k] and [b, w, s] (w: most windows; zeros and "" for missing windows), and `words`, `word_tags` [b, most words] |
+| squad | BertSpanLabeler | `question`, `context` | `start_logits`, `end_logits` [b, s]; the best span: `answer_start`, `answer_end` [b] int32 (token positions; 0, 0: no answer), `answer_score` (its start + end logit), `answer_probability` (softmax over the `n_best_size` best spans, and the null answer for SQuAD 2.0); from text (`serving.text_tasks`): the best span over every doc-stride window of the context, `start_logits`, `end_logits` per window [b, w, s] (zeros for missing windows), `answer_score`, `answer_probability` [b], `answer_text` [b] string, `answer_char_start`, `answer_char_end` [b] int32 (code points; no `answer_start`, `answer_end`) |
 
-The best SQuAD span starts and ends in the context (not on its `[SEP]`) and is at most
-`max_answer_length` tokens long; for a SQuAD 2.0 model (`settings.version_2`) there is no
-answer when `null score - best score > null_score_threshold`, as in
-`pipelines.squad_postprocess` (which, unlike the export, also looks at later windows of a
-long context and normalizes the probability over the n best spans only).
+The best SQuAD span is `bert_tf.squad_windows.best_answers`'s, the rules `bert-tf predict`
+and evaluation use (n-best starts × ends, context tokens only, at most
+`max_answer_length` tokens, max-context windows; SQuAD 2.0: no answer when
+`null score - best score > null_score_threshold`): from text, over every doc-stride window
+of the context; from ids, each row is taken as one whole window.
 
 `label_names` are the model's own (`label_names=` of the head), else "0", "1", ...;
 they are repeated per example so that every output is batch-major (REST's row format
@@ -35,40 +35,45 @@ from pathlib import Path
 import tensorflow as tf
 
 from bert_tf.checkpoints.pretrained import ModelDirectory
-from bert_tf.classifier import BertClassifier
-from bert_tf.model import INPUT_NAMES, BertModel
-from bert_tf.pretrainer import BertPretrainer
-from bert_tf.span_labeler import BertSpanLabeler
-from bert_tf.token_classifier import BertTokenClassifier
+from bert_tf.model import INPUT_NAMES
+from bert_tf.squad_windows import WindowLayout, best_answers
+from bert_tf.task_spec import TaskSpec
 from bert_tf.vocabulary import Vocabulary
 
-DEFAULT_SEQ_LENGTH = 128
-# SQuAD settings when the model directory's `settings` lack them (BERT's run_squad.py defaults).
-SQUAD_DEFAULTS = {"max_query_length": 64, "max_answer_length": 30, "version_2": False, "null_score_threshold": 0.0}
-
-_TASK_OF_CLASS = (
-    (BertClassifier, "classify"),
-    (BertTokenClassifier, "ner"),
-    (BertSpanLabeler, "squad"),
-    (BertPretrainer, "pretrainer"),
-    (BertModel, "encoder"),
-)
-TASKS = tuple(task for _, task in _TASK_OF_CLASS)
+SQUAD_SETTINGS = ("doc_stride", "max_query_length", "max_answer_length", "n_best_size", "null_score_threshold",
+                  "version_2")
 
 
 @dataclasses.dataclass(frozen=True)
 class ServingSpec:
     """Everything an export needs to know about a model directory, checked."""
 
-    task: str
+    task_spec: TaskSpec  # the directory's task definition (bert_tf.TaskSpec), seq_length possibly overridden
     model: object  # the Keras model the signatures call (a pretrainer's encoder)
     vocabulary: Vocabulary
     vocab_file: Path
-    seq_length: int
-    text_inputs: tuple[str, ...]
-    label_names: tuple[str, ...] = ()
     classifier_mode: str = ""
-    squad: dict = dataclasses.field(default_factory=dict)  # SQUAD_DEFAULTS' keys, for task "squad"
+
+    @property
+    def task(self) -> str:
+        return self.task_spec.task
+
+    @property
+    def seq_length(self) -> int:
+        return self.task_spec.seq_length
+
+    @property
+    def text_inputs(self) -> tuple[str, ...]:
+        return self.task_spec.text_inputs
+
+    @property
+    def label_names(self) -> tuple[str, ...]:
+        return self.task_spec.label_names
+
+    @property
+    def squad(self) -> dict:
+        """The SQuAD settings, by name (task "squad" only)."""
+        return {name: getattr(self.task_spec, name) for name in SQUAD_SETTINGS} if self.task == "squad" else {}
 
     @property
     def lower_case(self) -> bool:
@@ -76,52 +81,20 @@ class ServingSpec:
 
 
 def serving_spec(directory: ModelDirectory, seq_length: int | None = None) -> ServingSpec:
-    """The `ServingSpec` of a loaded model directory; `seq_length` overrides its `seq_length` metadata."""
-    model, metadata = directory.model, directory.metadata
-    task = next((name for cls, name in _TASK_OF_CLASS if isinstance(model, cls)), None)
-    if task is None:
-        raise ValueError(f"Cannot export a {type(model).__name__}: expected one of {[c.__name__ for c, _ in _TASK_OF_CLASS]}.")
-    recorded = metadata.get("task")
-    if recorded is not None and recorded != task and {recorded, task} != {"encoder", "pretrainer"}:
-        raise ValueError(f"The model directory's metadata says task {recorded!r}, but its model is a {type(model).__name__} "
-                         f"(task {task!r}).")
-    if directory.vocab_file is None:
-        raise FileNotFoundError("The model directory has no vocab.txt; export needs the vocabulary (save_pretrained(..., "
-                                "vocab_file=...)).")
-    vocabulary = Vocabulary.from_file(directory.vocab_file, directory.lower_case)
-    serving_model = model.encoder if task == "pretrainer" else model
-    encoder = getattr(serving_model, "encoder", serving_model)
-    if len(vocabulary) > encoder.config.vocab_size:
-        raise ValueError(f"{directory.vocab_file} has {len(vocabulary)} tokens, more than the model's vocab_size "
-                         f"{encoder.config.vocab_size}.")
-    pair = bool(metadata.get("text_pair", False)) or task == "squad"
-    seq_length = int(seq_length or metadata.get("seq_length") or DEFAULT_SEQ_LENGTH)
-    shortest = 3 + pair
-    if not shortest <= seq_length <= encoder.config.max_position_embeddings:
-        raise ValueError(f"seq_length must be between {shortest} and max_position_embeddings "
-                         f"({encoder.config.max_position_embeddings}), got {seq_length}.")
-    label_names = ()
-    if task in ("classify", "ner"):
-        count = model.num_classes if task == "classify" else model.num_labels
-        label_names = tuple(model.label_names or (str(index) for index in range(count)))
+    """The `ServingSpec` of a loaded model directory; `seq_length` overrides its task's seq_length."""
+    model, task_spec = directory.model, directory.task
+    if seq_length is not None:
+        task_spec = task_spec.replace(seq_length=seq_length)
+        task_spec.check_fits(directory.encoder.config)
+    vocab_file = directory.require_vocab_file()
+    vocabulary = Vocabulary.from_file(vocab_file, directory.lower_case)
     return ServingSpec(
-        task=task,
-        model=serving_model,
+        task_spec=task_spec,
+        model=model.encoder if task_spec.task == "pretrainer" else model,
         vocabulary=vocabulary,
-        vocab_file=Path(directory.vocab_file),
-        seq_length=seq_length,
-        text_inputs=_text_inputs(task, pair),
-        label_names=label_names,
-        classifier_mode=model.mode if task == "classify" else "",
-        squad={key: type(default)(metadata.get("settings", {}).get(key, default))
-               for key, default in SQUAD_DEFAULTS.items()} if task == "squad" else {},
+        vocab_file=vocab_file,
+        classifier_mode=model.mode if task_spec.task == "classify" else "",
     )
-
-
-def _text_inputs(task: str, pair: bool) -> tuple[str, ...]:
-    if task == "squad":
-        return ("question", "context")
-    return ("text", "text_b") if pair else ("text",)
 
 
 def id_input_specs(seq_length: int) -> list[tf.TensorSpec]:
@@ -198,39 +171,24 @@ def task_outputs(spec: ServingSpec, ids: dict[str, tf.Tensor]) -> dict[str, tf.T
             **best_span(start_logits, end_logits, ids["input_type_ids"], ids["input_mask"], **spec.squad)}
 
 
-def best_span(start_logits, end_logits, type_ids, mask, max_answer_length: int, version_2: bool,
+def best_span(start_logits, end_logits, type_ids, mask, max_answer_length: int, n_best_size: int, version_2: bool,
               null_score_threshold: float, **_) -> dict[str, tf.Tensor]:
-    """The best answer inside the context (segment 1): `answer_start`, `answer_end` (token positions
-    [batch]; 0 for none), `answer_score` and `answer_probability` (see the module docstring)."""
-    in_context = tf.logical_and(tf.equal(type_ids, 1), tf.equal(mask, 1))
-    # The context's last real token is its [SEP]: not a possible answer token.
-    not_sep = tf.concat([tf.logical_and(in_context[:, :-1], in_context[:, 1:]), tf.zeros_like(in_context[:, :1])], axis=1)
-    allowed = tf.logical_and(in_context, not_sep)
-    length = tf.shape(start_logits)[1]
-    offsets = tf.range(length)[tf.newaxis, :] - tf.range(length)[:, tf.newaxis]  # end - start
-    span_ok = tf.logical_and(offsets >= 0, offsets < max_answer_length)
-    valid = span_ok[tf.newaxis] & allowed[:, :, tf.newaxis] & allowed[:, tf.newaxis, :]
-    scores = tf.where(valid, start_logits[:, :, tf.newaxis] + end_logits[:, tf.newaxis, :], float("-inf"))
-    scores = tf.reshape(scores, [tf.shape(scores)[0], -1])
-    best = tf.argmax(scores, axis=1, output_type=tf.int32)
-    best_score = tf.reduce_max(scores, axis=1)
-    found = best_score > float("-inf")
-    null_score = start_logits[:, 0] + end_logits[:, 0]
-    if version_2:
-        scores = tf.concat([scores, null_score[:, tf.newaxis]], axis=1)
-        found = tf.logical_and(found, null_score - best_score <= null_score_threshold)
-        chosen_score = tf.where(found, best_score, null_score)
-    else:
-        chosen_score = tf.where(found, best_score, 0.0)
-    # log-sum-exp by hand: tf.reduce_logsumexp uses IsFinite, which TFLite has no builtin kernel for.
-    top = tf.reduce_max(scores, axis=1, keepdims=True)
-    top = tf.where(top > float("-inf"), top, 0.0)
-    log_total = top[:, 0] + tf.math.log(tf.reduce_sum(tf.exp(scores - top), axis=1))
+    """The best answer of each row, a window `[CLS] question [SEP] context [SEP]`: `answer_start`,
+    `answer_end` (token positions [batch]; 0 for none), `answer_score` and `answer_probability`."""
+    real = tf.equal(mask, 1)
+    context_offset = tf.reduce_sum(tf.cast(real & tf.equal(type_ids, 0), tf.int32), axis=1)
+    doc_length = tf.maximum(tf.reduce_sum(tf.cast(real & tf.equal(type_ids, 1), tf.int32), axis=1) - 1, 0)  # no [SEP]
+    rows = tf.shape(start_logits)[0]
+    layout = WindowLayout(example_index=tf.range(rows), doc_start=tf.zeros([rows], tf.int32), doc_length=doc_length,
+                          context_offset=context_offset, num_windows=tf.ones([rows], tf.int32))
+    answers = best_answers(start_logits, end_logits, layout, max_answer_length=max_answer_length,
+                           n_best_size=n_best_size, version_2=version_2, null_score_threshold=null_score_threshold)
+    found = answers.first_token >= 0
     return {
-        "answer_start": tf.where(found, best // length, 0),
-        "answer_end": tf.where(found, best % length, 0),
-        "answer_score": chosen_score,
-        "answer_probability": tf.where(found | version_2, tf.exp(chosen_score - log_total), 0.0),
+        "answer_start": tf.where(found, answers.first_token + context_offset, 0),
+        "answer_end": tf.where(found, answers.last_token + context_offset, 0),
+        "answer_score": answers.score,
+        "answer_probability": answers.probability,
     }
 
 

@@ -1,18 +1,25 @@
 """`TextSignatures`: the raw-text side of an exported SavedModel, per task, with bert_tf's exact tokenizer.
 
-- classify, encoder/pretrainer: `BertPreprocessor` (round-robin truncation of pairs);
+- classify, encoder/pretrainer: `BertPreprocessor` (pairs cut by the task's `truncation`, as in training);
   classifiers pad each batch only to its longest text (their outputs do not depend on
   padding), the others to `seq_length`.
 - ner: the text is split into words at whitespace (as Python's `str.split()` does, which
-  `pipelines.prediction` uses), each word into pieces; a word's tag is its first piece's. Extra outputs: `words` and `word_tags`
-  (string [batch, most words], "" after the last word and for words cut off by
-  truncation or without pieces).
-- squad: the question keeps its first `max_query_length` tokens, the context the rest
-  (only its first window: answers beyond it are not found). Extra outputs:
-  `answer_text` (string [batch], "" for no answer) and `answer_char_start`,
+  `pipelines.prediction` uses), each word into pieces, and the words into windows of
+  `seq_length` tokens as `bert-tf predict` does (`bert_tf.ner_windows`); a word's tag is
+  its first piece's. The per-token outputs are per window, [batch, most windows,
+  seq_length, ...] (zeros and "" for the windows a text does not have). Extra outputs:
+  `words` and `word_tags` (string [batch, most words], "" only after the last word).
+- squad: the question and its context become doc-stride windows and the answer is the
+  best span over all of them, as `bert-tf predict` finds it (`bert_tf.squad_windows`,
+  the directory's `doc_stride`, `max_query_length`, `max_answer_length`, `n_best_size`,
+  `version_2`, `null_score_threshold`). `start_logits`, `end_logits` are per window,
+  [batch, most windows, seq_length] (zeros for the windows a context does not have);
+  `answer_score`, `answer_probability` [batch] as `pipelines.squad_postprocess`; extra
+  outputs `answer_text` (string [batch], "" for no answer) and `answer_char_start`,
   `answer_char_end` (int32 [batch], code-point offsets into the context, end exclusive,
-  as Python `str` indices).
-`preprocess` gives the id tensors each task's text path feeds the model.
+  as Python `str` indices). No `answer_start`, `answer_end`: token positions name no window.
+`preprocess` gives the id tensors each task's text path feeds the model (ner, squad: [batch,
+most windows, seq_length], rows of zeros for the windows a text or context does not have).
 
 Example:
     >>> signatures = TextSignatures(spec)                    # doctest: +SKIP
@@ -25,9 +32,10 @@ from __future__ import annotations
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from bert_tf.ner_windows import word_windows
 from bert_tf.preprocessor import BertPreprocessor
+from bert_tf.squad_windows import best_answers, squad_windows
 from bert_tf.tokenizer import BertTokenizer
-from serving.dense_packing import pack_dense, question_first_counts
 from serving.signatures import ServingSpec, task_outputs
 
 
@@ -37,18 +45,21 @@ class TextSignatures:
     def __init__(self, spec: ServingSpec):
         self.spec = spec
         self.tokenizer = BertTokenizer(spec.vocabulary)
-        self.fixed = BertPreprocessor(self.tokenizer, spec.seq_length, padding="max_length")
-        self.longest = BertPreprocessor(self.tokenizer, spec.seq_length, padding="longest")
+        truncation = spec.task_spec.truncation  # of pairs: as training cut them
+        self.fixed = BertPreprocessor(self.tokenizer, spec.seq_length, truncation, padding="max_length")
+        self.longest = BertPreprocessor(self.tokenizer, spec.seq_length, truncation, padding="longest")
         # Python's str.split() whitespace: RE2's \s, \v, the separators U+001C..U+001F, U+0085, and Unicode
         # category Z. (tensorflow-text's WhitespaceTokenizer cut "\u00a0" in half: invalid UTF-8 words.)
         self.whitespace = r"[\s\x{0b}\x{1c}-\x{1f}\x{85}\p{Z}]+"
 
     def preprocess(self, texts: list[tf.Tensor]) -> dict[str, tf.Tensor]:
-        """The three id tensors, int32 [batch, seq_length]."""
+        """The three id tensors, int32 [batch, seq_length] (ner, squad: [batch, most windows, seq_length])."""
         if self.spec.task == "ner":
-            return self._ner_ids(texts[0])[0]
+            ids, _, windows = self._ner_ids(texts[0])
+            return _per_example(ids, windows.input_word_ids.row_lengths())
         if self.spec.task == "squad":
-            return self._squad_ids(*texts)[0]
+            ids, windows, _, _ = self._squad_windows(*texts)
+            return _per_example(ids, windows.layout.num_windows)
         return self.fixed(texts)
 
     def outputs(self, texts: list[tf.Tensor]) -> dict[str, tf.Tensor]:
@@ -62,56 +73,57 @@ class TextSignatures:
         return task_outputs(self.spec, self.fixed(texts))
 
     def _ner_ids(self, text):
-        """(ids, words [batch, (words)], position of each word's first piece or -1 [batch, (words)])."""
+        """(ids [windows, seq_length] each, words [batch, (words)], their `WordWindows`)."""
         words = tf_text.regex_split(text, self.whitespace)
-        pieces = self.tokenizer.tokenize(words)  # [batch, (words), (pieces)]
-        tokens = pieces.merge_dims(1, 2)
-        budget = self.spec.seq_length - 2
-        kept = tf.minimum(tf.cast(tokens.row_lengths(), tf.int32), budget)
-        ids = pack_dense([tokens.to_tensor(self.spec.vocabulary.pad_id, shape=[None, budget])], [kept],
-                         self.spec.seq_length, self.spec.vocabulary)
-        # Index of each word's first piece among its text's tokens (pieces.values: one row per word).
-        first = tf.cast(pieces.values.row_starts() - tf.gather(tokens.row_starts(), words.value_rowids()), tf.int32)
-        has_pieces = pieces.values.row_lengths() > 0
-        in_window = first < tf.gather(kept, words.value_rowids())
-        position = tf.where(tf.logical_and(has_pieces, in_window), first + 1, -1)  # + 1: after [CLS]
-        return ids, words, words.with_flat_values(position)
+        windows = word_windows(self.tokenizer.tokenize(words), self.spec.seq_length, self.spec.vocabulary)
+        tokens = windows.input_word_ids.values
+        shape = [None, self.spec.seq_length]
+        mask = tf.ones_like(tokens).to_tensor(0, shape=shape)
+        ids = {"input_word_ids": tokens.to_tensor(self.spec.vocabulary.pad_id, shape=shape), "input_mask": mask,
+               "input_type_ids": tf.zeros_like(mask)}
+        return ids, words, windows
 
     def _ner_outputs(self, text):
-        ids, words, positions = self._ner_ids(text)
-        outputs = task_outputs(self.spec, ids)
-        position = positions.flat_values
-        where = tf.stack([tf.cast(positions.value_rowids(), tf.int32), tf.maximum(position, 0)], axis=1)
-        tags = tf.where(position >= 0, tf.gather_nd(outputs["tags"], where), "")
-        return {**outputs, "words": words.to_tensor(""), "word_tags": positions.with_flat_values(tags).to_tensor("")}
+        ids, words, windows = self._ner_ids(text)
+        outputs = _per_example(task_outputs(self.spec, ids), windows.input_word_ids.row_lengths())
+        window, position = windows.word_window, windows.word_position
+        where = tf.stack([window.value_rowids(), tf.cast(window.flat_values, tf.int64),
+                          tf.cast(position.flat_values, tf.int64)], axis=1)
+        word_tags = window.with_flat_values(tf.gather_nd(outputs["tags"], where))
+        return {**outputs, "words": words.to_tensor(""), "word_tags": word_tags.to_tensor("")}
 
-    def _squad_ids(self, question, context):
-        """(ids, per context token its code-point start and end [batch, budget], question tokens kept)."""
-        question_ids = self.tokenizer.tokenize(question)
+    def _squad_windows(self, question, context):
+        """(ids [windows, seq_length] each, `SquadWindows`, code-point start and end of each context token)."""
         context_ids, starts, ends = self.tokenizer.tokenize_with_offsets(context, unit="UTF8_CHAR")
-        budget = self.spec.seq_length - 3
-        kept = question_first_counts(
-            [tf.cast(question_ids.row_lengths(), tf.int32), tf.cast(context_ids.row_lengths(), tf.int32)],
-            budget, self.spec.squad["max_query_length"])
-        pad = self.spec.vocabulary.pad_id
-        question_width = min(budget, self.spec.squad["max_query_length"])
-        ids = pack_dense([question_ids.to_tensor(pad, shape=[None, question_width]),
-                          context_ids.to_tensor(pad, shape=[None, budget])], kept, self.spec.seq_length,
-                         self.spec.vocabulary)
-        offsets = [tf.cast(offset.to_tensor(0, shape=[None, budget]), tf.int32) for offset in (starts, ends)]
-        return ids, *offsets, kept[0]
+        squad = self.spec.squad
+        windows = squad_windows(self.tokenizer.tokenize(question), context_ids, self.spec.seq_length,
+                                squad["max_query_length"], squad["doc_stride"], self.spec.vocabulary)
+        return windows.model_inputs(self.spec.seq_length, self.spec.vocabulary.pad_id), windows, starts, ends
 
     def _squad_outputs(self, question, context):
-        ids, starts, ends, question_kept = self._squad_ids(question, context)
-        outputs = task_outputs(self.spec, ids)
-        found = outputs["answer_start"] > 0
-        first = tf.maximum(outputs["answer_start"] - question_kept - 2, 0)  # context token index: after [CLS] q [SEP]
-        last = tf.maximum(outputs["answer_end"] - question_kept - 2, 0)
-        char_start = tf.where(found, tf.gather(starts, first, batch_dims=1), 0)
-        char_end = tf.where(found, tf.gather(ends, last, batch_dims=1), 0)
+        ids, windows, starts, ends = self._squad_windows(question, context)
+        logits = {name: tf.cast(value, tf.float32) for name, value in self.spec.model(ids, training=False).items()}
+        squad = self.spec.squad
+        answers = best_answers(logits["start_logits"], logits["end_logits"], windows.layout,
+                               max_answer_length=squad["max_answer_length"], n_best_size=squad["n_best_size"],
+                               version_2=squad["version_2"], null_score_threshold=squad["null_score_threshold"])
+        char_start, char_end = _token_offset(starts, answers.first_token), _token_offset(ends, answers.last_token)
         text = tf.strings.substr(context, char_start, char_end - char_start, unit="UTF8_CHAR")
-        return {**outputs, "answer_text": tf.where(found, text, ""), "answer_char_start": char_start,
-                "answer_char_end": char_end}
+        return {**_per_example(logits, windows.layout.num_windows), "answer_text": text,
+                "answer_char_start": char_start, "answer_char_end": char_end, "answer_score": answers.score,
+                "answer_probability": answers.probability}
+
+
+def _per_example(values: dict[str, tf.Tensor], num_windows) -> dict[str, tf.Tensor]:
+    """Per-window values [windows, ...] → [batch, most windows, ...], zeros where an example has fewer."""
+    return {name: tf.RaggedTensor.from_row_lengths(value, num_windows).to_tensor() for name, value in values.items()}
+
+
+def _token_offset(offsets: tf.RaggedTensor, token) -> tf.Tensor:
+    """Each example's offset [batch] (int32) of its context token `token` ([batch]; -1: none, offset 0)."""
+    values = tf.concat([tf.cast(offsets.flat_values, tf.int32), [0]], axis=0)
+    index = tf.where(token >= 0, tf.cast(offsets.row_starts(), tf.int32) + token, tf.size(values) - 1)
+    return tf.gather(values, index)
 
 
 def _at_least_two_columns(ids: dict[str, tf.Tensor], pad_id: int) -> dict[str, tf.Tensor]:

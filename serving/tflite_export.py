@@ -20,7 +20,14 @@ ordinary text (every SST-2 dev sentence, see tests/test_tflite.py) but not on ra
 characters: compatibility forms are decomposed ("½" → "1⁄2", "Ａ" → "a", "ﬁ" → "fi",
 "Ⅻ" → "xii"), "ß" becomes "ss" (case folding), cased models treat zero-width
 characters as spaces, and a word longer than 100 UTF-8 bytes (not characters) is `[UNK]`.
-Pairs are truncated round-robin, as `BertPreprocessor`'s default.
+Pairs are truncated by the task's `truncation` (`bert_tf.TaskSpec`), as training and the
+SavedModel cut them.
+
+NER and SQuAD have no raw-text TFLite model: they read a long input in several windows
+(every word tagged; the best answer over all context windows), which needs ragged ops
+that TFLite has no kernels for. A one-window text model would silently tag fewer words and
+miss answers, so `inputs="text"` is refused for them; their "ids" model runs one window
+per row, and the windows come from `bert_tf.ner_windows` / `bert_tf.squad_windows` on the host.
 
 Quantization: "dynamic_range" (int8 weights, float activations; tensors under 1024
 elements stay float32) or "float16" (float16 weights).
@@ -41,16 +48,17 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf.checkpoints.pretrained import load_model_directory
-from serving.dense_packing import pack_dense, question_first_counts, round_robin_counts
+from serving.dense_packing import pack_dense, segment_counts
 from serving.signatures import ServingSpec, model_info_function, serve_ids_function, serving_spec
 from serving.signatures import task_outputs, text_input_specs
 from serving.tflite_runner import TfliteModel
 
-logger = logging.getLogger("bert_tf.serving")
+logger = logging.getLogger(__name__)
 
 INPUT_KINDS = ("ids", "text")
 QUANTIZATIONS = ("none", "dynamic_range", "float16")
 MAX_BYTES_PER_WORD = 100
+WINDOWED_TASKS = ("ner", "squad")  # raw text needs several windows per input: no TFLite text model
 
 
 def export_tflite(
@@ -65,6 +73,10 @@ def export_tflite(
     if out.suffix != ".tflite":
         raise ValueError(f"The TFLite output file must end in .tflite, got {out}.")
     spec = serving_spec(load_model_directory(model_dir), seq_length)
+    if inputs == "text" and spec.task in WINDOWED_TASKS:
+        raise ValueError(f"A {spec.task} model has no raw-text TFLite export: it reads long inputs in several "
+                         "windows, which TFLite cannot run; export --tflite-input ids (one window per row), or serve "
+                         "the SavedModel for raw text.")
     content = convert(spec, inputs, quantization)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.with_name(f".{out.name}.{os.getpid()}")
@@ -117,8 +129,8 @@ class DenseTextPacker(tf.Module):
     itself) give ragged ids; everything after is dense (`serving.dense_packing`), because
     TFLite has no kernels for ragged slicing or concatenation (RaggedRange, RaggedGather):
     each segment is cut and padded with `to_tensor(shape=...)`, and the tokens kept per
-    segment are computed from the lengths (round-robin for pairs; for squad the question's
-    first `max_query_length`, then the context, as the SavedModel does).
+    segment are computed from the lengths (`serving.dense_packing.segment_counts`: the task's
+    truncation of pairs, as the SavedModel and training cut them).
     """
 
     def __init__(self, spec: ServingSpec):
@@ -138,10 +150,7 @@ class DenseTextPacker(tf.Module):
         pieces = [self.tokenizer.tokenize(self.normalizer.normalize(text)) for text in texts]
         dense = [tokens.to_tensor(self.spec.vocabulary.pad_id, shape=[None, self.budget]) for tokens in pieces]
         lengths = [tf.minimum(tf.cast(tokens.row_lengths(), tf.int32), self.budget) for tokens in pieces]
-        if self.spec.task == "squad":
-            kept = question_first_counts(lengths, self.budget, self.spec.squad["max_query_length"])
-        else:
-            kept = round_robin_counts(lengths, self.budget)
+        kept = segment_counts(lengths, self.budget, self.spec.task_spec.truncation)
         return pack_dense(dense, kept, self.spec.seq_length, self.spec.vocabulary)
 
 

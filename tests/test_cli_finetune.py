@@ -37,7 +37,7 @@ def test_classify_pairs_evaluate_and_predict(workdir, capsys):
     train.write_text(MRPC_STYLE)
     model = finetune(workdir, "classify", train)
     assert "Dev scores (epoch 1):" in capsys.readouterr().out
-    assert bert_tf.load_model_directory(model).metadata["text_pair"] is True
+    assert bert_tf.load_model_directory(model).task.text_pair is True
 
     assert main(["evaluate", "--model", str(model), "--data", str(train)]) == 0
     report = capsys.readouterr().out

@@ -51,14 +51,33 @@ def test_activation_aliases(alias, canonical):
     assert BertConfig(hidden_act=alias).hidden_act == canonical
 
 
-@pytest.mark.parametrize("style", ["google", "hf"])
-def test_json_round_trip(tmp_path, style):
-    config = BertConfig(vocab_size=1000, hidden_size=96, num_attention_heads=3, type_vocab_size=3, hidden_act="gelu_tanh")
-    path = tmp_path / "config.json"
+@pytest.mark.parametrize("style, file_name", [("google", "bert_config.json"), ("hf", "config.json")])
+@pytest.mark.parametrize("hidden_act", ["gelu", "gelu_tanh", "relu"])
+def test_json_round_trip(tmp_path, style, file_name, hidden_act):
+    config = BertConfig(vocab_size=1000, hidden_size=96, num_attention_heads=3, type_vocab_size=3, hidden_act=hidden_act)
+    path = tmp_path / file_name
     config.write_json(path, style=style)
     assert BertConfig.from_json_file(path) == config
     if style == "hf":
         assert json.loads(path.read_text())["model_type"] == "bert"
+
+
+@pytest.mark.parametrize("hidden_act, google_name, hf_name",
+                         [("gelu_tanh", "gelu", "gelu_pytorch_tanh"), ("gelu", "gelu_exact", "gelu"), ("relu", "relu", "relu")])
+def test_activation_names_per_format(hidden_act, google_name, hf_name):
+    # google-research/bert's "gelu" is the tanh approximation, and it has no exact GELU.
+    config = BertConfig(hidden_act=hidden_act)
+    assert (config.to_google_dict()["hidden_act"], config.to_hf_dict()["hidden_act"]) == (google_name, hf_name)
+
+
+@pytest.mark.parametrize("file_name, extra, style, hidden_act",
+                         [("bert_config.json", {}, None, "gelu_tanh"), ("config.json", {}, None, "gelu"),
+                          ("model.json", {"model_type": "bert"}, None, "gelu"), ("config.json", {}, "google", "gelu_tanh"),
+                          ("bert_config.json", {}, "hf", "gelu")])
+def test_gelu_means_what_the_file_format_means(tmp_path, file_name, extra, style, hidden_act):
+    path = tmp_path / file_name
+    path.write_text(json.dumps({"hidden_act": "gelu", **extra}))
+    assert BertConfig.from_json_file(path, style=style).hidden_act == hidden_act
 
 
 def test_reads_google_bert_config_json(tmp_path):
@@ -67,7 +86,7 @@ def test_reads_google_bert_config_json(tmp_path):
         "hidden_size": 128, "hidden_act": "gelu", "initializer_range": 0.02, "vocab_size": 30522,
         "hidden_dropout_prob": 0.1, "num_attention_heads": 2, "type_vocab_size": 2, "max_position_embeddings": 512,
         "num_hidden_layers": 2, "intermediate_size": 512, "attention_probs_dropout_prob": 0.1}))
-    assert BertConfig.from_json_file(tmp_path / "bert_config.json") == BertConfig.preset("tiny")
+    assert BertConfig.from_json_file(tmp_path / "bert_config.json") == BertConfig.preset("tiny", hidden_act="gelu_tanh")
 
 
 def test_bad_files(tmp_path):

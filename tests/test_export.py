@@ -152,16 +152,21 @@ def test_encoder_export_is_an_embedding_service(kind, vocab_file, preprocessor, 
 
 
 def test_unexportable_directories_are_clear_errors(classifier_dir, vocab_file, tmp_path):
-    with pytest.raises(ValueError, match="seq_length must be between 3 and max_position_embeddings"):
+    with pytest.raises(ValueError, match=r"seq_length must be in \[3, 64\] \(the model's max_position_embeddings\)"):
         export_saved_model(classifier_dir, tmp_path, "m", seq_length=65)
-    mismatched = bert_tf.save_pretrained(tiny_encoder(), tmp_path / "enc", vocab_file=vocab_file, task="classify")
-    with pytest.raises(ValueError, match="metadata says task 'classify'"):
+    with pytest.raises(ValueError, match="the task is 'classify', but the model is a BertModel"):
+        bert_tf.save_pretrained(tiny_encoder(), tmp_path / "enc", vocab_file=vocab_file, task="classify")
+    mismatched = bert_tf.save_pretrained(tiny_encoder(), tmp_path / "enc", vocab_file=vocab_file)
+    (mismatched / "bert_tf.json").write_text('{"task": "classify", "seq_length": 16}')  # edited by hand
+    with pytest.raises(ValueError, match="bert_tf.json: the task is 'classify', but the model is a BertModel"):
         export_saved_model(mismatched, tmp_path, "m")
     no_vocab = bert_tf.save_pretrained(tiny_encoder(), tmp_path / "novocab")
     with pytest.raises(FileNotFoundError, match="no vocab.txt"):
         export_saved_model(no_vocab, tmp_path, "m")
-    with pytest.raises(FileNotFoundError, match="not a bert-tf model directory"):
+    with pytest.raises(FileNotFoundError, match="Model directory not found: .*absent"):
         export_saved_model(tmp_path / "absent", tmp_path, "m")
+    with pytest.raises(FileNotFoundError, match="is not a bert-tf model directory"):
+        export_saved_model(vocab_file.parent, tmp_path, "m")
     assert not (tmp_path / "m").exists() or not any((tmp_path / "m").iterdir())
 
 
@@ -192,38 +197,41 @@ def test_ner_export_tags_words_as_the_prediction_pipeline_does(vocab_file, tmp_p
                                         seq_length=SEQ_LENGTH, settings={"label_names": NER_LABELS})
     signatures = load_signatures(export_saved_model(model_dir, tmp_path / "models", "ner"))
     outputs = signatures["serving_default"](text=tf.constant(NER_TEXTS))
-    fitting = NER_TEXTS[:4]  # the last text has more pieces than SEQ_LENGTH: its last words get ""
-    expected = Predictor(model_dir).tag(fitting)
+    expected = Predictor(model_dir).tag(NER_TEXTS)
     for row, tagged in enumerate(expected):
         words = [word.decode() for word in outputs["words"][row].numpy().tolist() if word]
         tags = [tag.decode() for tag in outputs["word_tags"][row].numpy().tolist()[:len(words)]]
         assert list(zip(words, tags)) == tagged
-    long_tags = outputs["word_tags"][4].numpy().tolist()  # 40 one-piece words, room for SEQ_LENGTH - 2
-    assert b"" not in long_tags[:SEQ_LENGTH - 2] and long_tags[SEQ_LENGTH - 2:] == [b""] * (40 - SEQ_LENGTH + 2)
+    assert b"" not in outputs["word_tags"][4].numpy().tolist()  # 40 one-piece words: two windows
 
-    ids = signatures["preprocess"](text=tf.constant(NER_TEXTS))
-    logits = model(ids)
-    np.testing.assert_allclose(outputs["probabilities"].numpy(), tf.nn.softmax(logits).numpy(), atol=1e-5, rtol=0)
-    np.testing.assert_array_equal(outputs["tag_ids"].numpy(), tf.argmax(logits, -1).numpy())
-    assert outputs["tags"].numpy()[0, 0] in [label.encode() for label in NER_LABELS]
-    assert outputs["tags"].numpy()[3, -1] == b""  # padding
+    ids = signatures["preprocess"](text=tf.constant(NER_TEXTS))  # [batch, most windows, SEQ_LENGTH]
+    assert ids["input_word_ids"].shape == (len(NER_TEXTS), 2, SEQ_LENGTH)
+    logits = model({name: tf.reshape(value, [-1, SEQ_LENGTH]) for name, value in ids.items()})
+    present = ids["input_mask"].numpy()[:, :, 0] == 1
+    probabilities = tf.reshape(tf.nn.softmax(logits), [len(NER_TEXTS), 2, SEQ_LENGTH, -1]).numpy()
+    np.testing.assert_allclose(outputs["probabilities"].numpy()[present], probabilities[present], atol=1e-5, rtol=0)
+    np.testing.assert_array_equal(outputs["tag_ids"].numpy()[present], probabilities[present].argmax(-1))
+    assert outputs["tags"].numpy()[0, 0, 0] in [label.encode() for label in NER_LABELS]
+    assert outputs["tags"].numpy()[3, 0, -1] == b""  # padding
+    assert not outputs["tags"].numpy()[3, 1].astype(bool).any()  # a window the text does not have
 
 
 @pytest.mark.slow
 def test_squad_export_answers_as_the_prediction_pipeline_does(vocab_file, tmp_path):
     from pipelines.prediction import Predictor
 
-    settings = {"max_query_length": 4, "max_answer_length": 5, "version_2": False}
+    settings = {"max_query_length": 4, "max_answer_length": 5, "version_2": False, "doc_stride": 6}
     model_dir = bert_tf.save_pretrained(bert_tf.BertSpanLabeler(tiny_encoder(seed=7)), tmp_path / "squad",
                                         vocab_file=vocab_file, task="squad", seq_length=SEQ_LENGTH, settings=settings)
     signatures = load_signatures(export_saved_model(model_dir, tmp_path / "models", "squad"))
     questions = ["who lives in paris ?", "where is the film ?", "who"]
-    contexts = ["The film: Paris, Berlin — who lives in Berlin?", "a dull film, not good!", "Paris"]
+    contexts = ["The film: Paris, Berlin — who lives in Berlin?", "a dull film, not good! " * 8, "Paris"]
     outputs = signatures["serving_default"](question=tf.constant(questions), context=tf.constant(contexts))
-    expected = Predictor(model_dir).answer(questions, contexts)
+    expected = Predictor(model_dir).answer(questions, contexts)  # every window of the long context, as served
     for row, answer in enumerate(expected):
         assert outputs["answer_text"].numpy()[row].decode() == answer["text"]
         assert (outputs["answer_char_start"].numpy()[row], outputs["answer_char_end"].numpy()[row]) == (
             answer["start"], answer["end"])
-        assert outputs["answer_score"].numpy()[row] == pytest.approx(answer["score"], abs=1e-4)
-    assert all(0 < p <= 1 for p in outputs["answer_probability"].numpy())
+        assert outputs["answer_score"].numpy()[row] == pytest.approx(answer["score"], abs=1e-5)
+        assert outputs["answer_probability"].numpy()[row] == pytest.approx(answer["probability"], abs=1e-5)
+    assert outputs["start_logits"].shape == (3, 8, SEQ_LENGTH)  # per window: 56 context tokens, 17 a window, 6 apart

@@ -40,9 +40,10 @@ def test_classification_learns_keeps_the_best_epoch_and_saves_everything(files, 
     directory = bert_tf.load_model_directory(tmp_path / "model")
     assert isinstance(directory.model, bert_tf.BertClassifier) and directory.model.label_names == ["0", "1"]
     assert directory.vocab_file.read_text().split("\n")[:len(VOCAB)] == VOCAB and directory.lower_case is True
+    spec = directory.task
+    assert (spec.task, spec.seq_length, spec.text_pair, spec.truncation) == ("classify", 16, False, "longest_first")
+    assert spec.columns == ("sentence", None, "label") and spec.label_names == ("0", "1")
     metadata = directory.metadata
-    assert (metadata["task"], metadata["seq_length"], metadata["text_pair"]) == ("classify", 16, False)
-    assert metadata["settings"]["columns"] == ["sentence", None, "label"]
     assert metadata["dev_scores"]["accuracy"] == result.metrics["accuracy"]
     assert metadata["training"]["best_epoch"] == result.best_epoch
     _, scores = evaluate(tmp_path / "model", files["dev"], progress=False)
@@ -78,7 +79,9 @@ def test_a_non_empty_output_directory_needs_overwrite(files, tmp_path):
 
 def test_load_encoder_from_a_checkpoint_a_config_or_a_preset(files, tmp_path):
     encoder, vocab, lower_case = load_encoder(config(files, tmp_path))
-    assert encoder.config.hidden_size == 32 and str(vocab) == files["vocab"] and lower_case is None
+    assert encoder.config.hidden_size == 32 and str(vocab) == files["vocab"] and lower_case is True  # the vocabulary's
+    with pytest.raises(ValueError, match="--cased .* contradicts .*vocab.txt, an uncased vocabulary"):
+        load_encoder(config(files, tmp_path, lower_case=False))
     bert_tf.save_pretrained(encoder, tmp_path / "checkpoint", vocab_file=vocab, lower_case=True)
     loaded, vocab, lower_case = load_encoder(config(files, tmp_path, init=str(tmp_path / "checkpoint"), vocab_file=None))
     assert vocab == tmp_path / "checkpoint" / "vocab.txt" and lower_case is True
@@ -87,10 +90,19 @@ def test_load_encoder_from_a_checkpoint_a_config_or_a_preset(files, tmp_path):
     assert preset.config.vocab_size == len(VOCAB) and preset.config.hidden_size == 128
     with pytest.raises(ValueError, match="needs a vocabulary"):
         load_encoder(config(files, tmp_path, init="bert_L2_H128", vocab_file=None))
-    with pytest.raises(ValueError, match="exceeds the model's 64 positions"):
+    with pytest.raises(ValueError, match=r"seq_length must be in \[3, 64\] \(the model.s max_position_embeddings\), got 128"):
         load_encoder(config(files, tmp_path, seq_length=128))
     with pytest.raises(FileNotFoundError, match="neither a checkpoint"):
         load_encoder(config(files, tmp_path, init=str(tmp_path / "missing")))
+    run = tmp_path / "run"  # a pre-training run folder stands for its model/
+    bert_tf.save_pretrained(bert_tf.BertPretrainer(encoder), run / "model", vocab_file=vocab)
+    from_run, _, _ = load_encoder(config(files, tmp_path, init=str(run), vocab_file=None))
+    np.testing.assert_array_equal(from_run.pooler.kernel.numpy(), encoder.pooler.kernel.numpy())
+    (run / "model").rename(run / "unfinished")
+    (run / "checkpoints").mkdir()
+    (run / "checkpoints" / "ckpt-20.index").write_bytes(b"")
+    with pytest.raises(FileNotFoundError, match="pre-training checkpoints .* but no finished model"):
+        load_encoder(config(files, tmp_path, init=str(run), vocab_file=None))
 
 
 def test_multi_label_from_jsonl(files, tmp_path):
@@ -114,3 +126,5 @@ def test_config_checks_settings():
     with pytest.raises(ValueError, match="early stopping needs a dev_file"):
         FinetuneConfig(task="ner", train_file="t", output_dir="o", init="tiny", early_stopping_patience=2)
     assert FinetuneConfig(task="squad", train_file="t", output_dir="o", init="tiny").sequence_length() == 384
+    with pytest.raises(ValueError, match="seq_length 40 is too short for task 'squad'"):
+        FinetuneConfig(task="squad", train_file="t", output_dir="o", init="tiny", seq_length=40)

@@ -69,7 +69,8 @@ def test_longest_first_matches_reference_exactly(tokenizer, vocab_file, seq_leng
 def test_round_robin_differs_from_reference_only_on_odd_budget_ties(tokenizer, vocab_file, seq_length):
     """Round-robin gives an odd leftover token to A; the reference gives it to the longer segment (B on a tie)."""
     lengths, first, second = _pairs()
-    ours = _as_lists(BertPreprocessor(tokenizer, seq_length)((tf.constant(first), tf.constant(second))))
+    ours = _as_lists(BertPreprocessor(tokenizer, seq_length, truncation="round_robin")(
+        (tf.constant(first), tf.constant(second))))
     expected = _reference_lists(_reference(vocab_file, seq_length, "longest_first").encode_batch(list(zip(first, second))))
     budget = seq_length - 3
     predicted = [budget % 2 == 1 and min(n, m) > budget // 2 and n <= m for n, m in lengths]
@@ -125,7 +126,8 @@ def test_padding_to_longest_in_batch(tokenizer):
 
 
 def test_three_segments_and_scalars(tokenizer):
-    outputs = BertPreprocessor(tokenizer, seq_length=10)((tf.constant("a"), tf.constant("b b"), tf.constant("c")))
+    outputs = BertPreprocessor(tokenizer, seq_length=10, truncation="round_robin")(
+        (tf.constant("a"), tf.constant("b b"), tf.constant("c")))
     assert outputs["input_word_ids"].numpy().tolist() == [2, 5, 3, 6, 6, 3, 7, 3, 0, 0]
     assert outputs["input_type_ids"].numpy().tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 0, 0]
 

@@ -76,7 +76,8 @@ def test_pretrainer_directory_keeps_heads_and_metadata(tmp_path):
     pretrainer = BertPretrainer(BertModel(CONFIG))
     bert_tf.save_pretrained(pretrainer, tmp_path / "model", lower_case=True, seq_length=12)
     loaded = bert_tf.load_model_directory(tmp_path / "model")
-    assert loaded.lower_case is True and loaded.metadata == {"seq_length": 12}
+    assert loaded.lower_case is True and loaded.metadata == {}
+    assert (loaded.task.task, loaded.task.seq_length) == ("pretrainer", 12)
     reloaded = BertPretrainer.from_pretrained(tmp_path / "model")
     np.testing.assert_allclose(reloaded(features())["mlm_logits"], pretrainer(features())["mlm_logits"], atol=1e-6)
     bert_tf.save_pretrained(pretrainer, tmp_path / "model")  # replaces the directory whole

@@ -242,10 +242,10 @@ def test_ner_and_squad_models_answer_through_the_server_as_locally(vocab_file, t
     models = {
         "ner": (bert_tf.BertTokenClassifier(bert_tf.BertModel(config), num_labels=3, label_names=tags),
                 {"label_names": tags}),
-        "squad": (bert_tf.BertSpanLabeler(bert_tf.BertModel(config)), {"max_query_length": 4}),
+        "squad": (bert_tf.BertSpanLabeler(bert_tf.BertModel(config)), {"max_query_length": 4, "doc_stride": 4}),
     }
     texts = ["the movie was good", "a  dull\tfilm !"]
-    questions, contexts = ["the plot ?", "was it fun"], ["The plot was dull, not fun.", "a great film, very fun!"]
+    questions, contexts = ["the plot ?", "was it fun"], ["The plot was dull, not fun. " * 3, "a great film, very fun!"]
     for task, (model, settings) in models.items():
         model_dir = bert_tf.save_pretrained(model, tmp_path / task, vocab_file=vocab_file, task=task,
                                             seq_length=SEQ_LENGTH, settings=settings)
@@ -259,5 +259,6 @@ def test_ner_and_squad_models_answer_through_the_server_as_locally(vocab_file, t
                 for answer, expected in zip(remote.answer(questions, contexts), local.answer(questions, contexts)):
                     assert {key: answer[key] for key in ("text", "start", "end")} == {
                         key: expected[key] for key in ("text", "start", "end")}
-                    assert answer["score"] == pytest.approx(expected["score"], abs=1e-4)
+                    assert answer["score"] == pytest.approx(expected["score"], abs=1e-5)
+                    assert answer["probability"] == pytest.approx(expected["probability"], abs=1e-5)
             remote.close()

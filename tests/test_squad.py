@@ -8,9 +8,8 @@ import pytest
 import bert_tf
 from bert_tf.metrics import squad_scores
 from pipelines.squad import Answer, SquadExample, read_squad
-from pipelines.squad_features import (answer_token_span, squad_features, token_span_text, tokenize_contexts,
-                                      window_spans)
-from pipelines.squad_postprocess import best_answers
+from pipelines.squad_features import answer_token_span, squad_features, token_span_text, tokenize_contexts
+from pipelines.squad_postprocess import answer_predictions
 from tiny_finetune_files import squad_json, write_squad, write_vocab
 
 
@@ -54,10 +53,16 @@ def test_empty_and_invalid_json(tmp_path):
         read_squad(write_json(tmp_path / "broken.json", '{"data": [\n'))
 
 
-def test_window_spans_cover_the_context_with_the_stride():
-    assert window_spans(10, 4, 2) == [(0, 4), (2, 4), (4, 4), (6, 4)]
-    assert window_spans(3, 4, 2) == [(0, 3)]
-    assert window_spans(9, 4, 3) == [(0, 4), (3, 4), (6, 3)]
+def test_windows_cover_the_context_with_the_stride(tokenizer):
+    def spans(num_tokens, max_tokens, doc_stride):
+        example = SquadExample("q", "", " ".join(["mary"] * num_tokens), [])  # no question: max_tokens + 3 tokens
+        features = squad_features([example], tokenizer, max_tokens + 3, 1, doc_stride, with_labels=False)
+        return [(window.doc_start, window.doc_length) for window in features.windows]
+
+    assert spans(10, 4, 2) == [(0, 4), (2, 4), (4, 4), (6, 4)]
+    assert spans(3, 4, 2) == [(0, 3)]
+    assert spans(9, 4, 3) == [(0, 4), (3, 4), (6, 3)]
+    assert spans(0, 4, 3) == [(0, 0)]
 
 
 def test_answers_map_to_tokens_and_back_to_the_exact_text_even_with_accents(tokenizer):
@@ -114,7 +119,7 @@ def test_postprocessing_recovers_the_answers_from_oracle_logits(tokenizer):
     features = squad_features(examples, tokenizer, seq_length=16, max_query_length=5, doc_stride=3, with_labels=False)
     spans = [answer_token_span(features.contexts[i], example.answers[0]) for i, example in enumerate(examples)]
     starts, ends = oracle_logits(features, examples, spans)
-    answers = best_answers(examples, features, starts, ends, n_best_size=3, max_answer_length=5)
+    answers = answer_predictions(examples, features, starts, ends, n_best_size=3, max_answer_length=5)
     assert [answer.text for answer in answers] == [example.answers[0].text for example in examples]
     assert all(example.context[a.start:a.end] == a.text and 0 < a.probability <= 1 for example, a in zip(examples, answers))
     scores = squad_scores({e.question_id: a.text for e, a in zip(examples, answers)},
@@ -127,7 +132,7 @@ def test_spans_longer_than_max_answer_length_are_not_chosen(tokenizer):
     features = squad_features(examples, tokenizer, seq_length=32, max_query_length=8, doc_stride=8, with_labels=False)
     starts, ends = oracle_logits(features, examples, {0: (0, 9)})  # "mary ... ." would be 10 tokens
     ends[0][features.windows[0].context_offset + 1] = 1.0  # a weaker end after "lives"
-    (answer,) = best_answers(examples, features, starts, ends, max_answer_length=4)
+    (answer,) = answer_predictions(examples, features, starts, ends, max_answer_length=4)
     assert answer.text == "mary lives"
 
 
@@ -137,8 +142,9 @@ def test_squad_v2_predicts_no_answer_when_the_null_score_wins(tokenizer):
     assert features.start_positions.tolist() == [0] and features.end_positions.tolist() == [0]
     starts, ends = oracle_logits(features, examples, {0: (0, 0)})
     starts[0][0] = ends[0][0] = 6.0  # [CLS] beats "mary" (5 + 5 < 6 + 6)
-    (answer,) = best_answers(examples, features, starts, ends, version_2=True)
+    (answer,) = answer_predictions(examples, features, starts, ends, version_2=True)
     assert answer.text == "" and answer.probability > 0.5
-    assert squad_scores({"impossible": answer.text}, {"impossible": [""]}) == {"exact_match": 100.0, "f1": 100.0}
-    (answer,) = best_answers(examples, features, starts, ends, version_2=True, null_score_threshold=5.0)
+    scores = squad_scores({"impossible": answer.text}, {"impossible": []}, version_2=True)
+    assert scores == {"exact_match": 100.0, "f1": 100.0}
+    (answer,) = answer_predictions(examples, features, starts, ends, version_2=True, null_score_threshold=5.0)
     assert answer.text == "mary"

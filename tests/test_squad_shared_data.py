@@ -6,7 +6,7 @@ import pytest
 import bert_tf
 from pipelines.squad import read_squad
 from pipelines.squad_features import answer_token_span, squad_features, token_span_text
-from pipelines.squad_postprocess import best_answers
+from pipelines.squad_postprocess import answer_predictions
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,7 @@ def test_window_labels_and_postprocessing_give_the_answers_back(subset):
         ends.append(end_logits)
     answered = {features.windows[i].example_index for i in np.flatnonzero(features.start_positions)}
     assert answered == set(range(len(examples)))  # every question has a window that holds its answer
-    predictions = best_answers(examples, features, starts, ends, max_answer_length=30)
+    predictions = answer_predictions(examples, features, starts, ends, max_answer_length=30)
     too_long = 0
     for index, (example, prediction) in enumerate(zip(examples, predictions)):
         tokens = features.contexts[index]

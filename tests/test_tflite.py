@@ -75,14 +75,14 @@ def test_text_model_matches_the_saved_model(text_tflite, saved_model, capsys):
     assert (label, text) == (LABELS[expected[0].argmax()], TEXTS[0]) and abs(float(probability) - expected[0].max()) < 1e-3
 
 
-def test_pair_text_model_packs_pairs_round_robin(vocab_file, tmp_path):
+def test_pair_text_model_packs_pairs_as_training_does(vocab_file, tmp_path):
     model = bert_tf.BertClassifier(tiny_encoder(seed=12), num_classes=2)
     model_dir = bert_tf.save_pretrained(model, tmp_path / "pair", vocab_file=vocab_file, task="classify",
                                         seq_length=SEQ_LENGTH, text_pair=True)
     tflite = TfliteModel(export_tflite(model_dir, tmp_path / "pair.tflite", inputs="text"))
     assert tflite.input_names() == ["text", "text_b"]
     preprocessor = bert_tf.BertPreprocessor(bert_tf.BertTokenizer(vocab_file), seq_length=SEQ_LENGTH)
-    expected_ids = preprocessor((tf.constant(TEXTS), tf.constant(PAIRS)))  # the SavedModel's packing
+    expected_ids = preprocessor((tf.constant(TEXTS), tf.constant(PAIRS)))  # longest_first, as training packs
     ids = tflite.run({"text": TEXTS, "text_b": PAIRS}, "preprocess")
     for name, value in expected_ids.items():
         np.testing.assert_array_equal(ids[name], value.numpy(), err_msg=name)
@@ -147,21 +147,40 @@ def test_sst2_dev_tokens_and_predictions_equal_the_saved_model(shared_data, tmp_
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("task", ["ner", "squad", "encoder"])
-def test_other_tasks_convert_and_match_the_saved_model(task, vocab_file, tmp_path):
-    model = {"ner": lambda: bert_tf.BertTokenClassifier(tiny_encoder(seed=15), num_labels=3, label_names=["O", "B", "I"]),
-             "squad": lambda: bert_tf.BertSpanLabeler(tiny_encoder(seed=16)),
-             "encoder": lambda: tiny_encoder(seed=17)}[task]()
-    model_dir = bert_tf.save_pretrained(model, tmp_path / task, vocab_file=vocab_file, task=task, seq_length=SEQ_LENGTH)
-    signatures = tf.saved_model.load(str(export_saved_model(model_dir, tmp_path / "models", task))).signatures
-    tflite = TfliteModel(export_tflite(model_dir, tmp_path / f"{task}.tflite", inputs="text"))
-    texts = {"text": TEXTS} if task != "squad" else {"question": TEXTS, "context": PAIRS}
-    ids = tflite.run(texts, "preprocess")
-    for name, value in signatures["preprocess"](**{k: tf.constant(v) for k, v in texts.items()}).items():
+def test_encoder_text_model_matches_the_saved_model(vocab_file, tmp_path):
+    model_dir = bert_tf.save_pretrained(tiny_encoder(seed=17), tmp_path / "encoder", vocab_file=vocab_file,
+                                        seq_length=SEQ_LENGTH)
+    signatures = tf.saved_model.load(str(export_saved_model(model_dir, tmp_path / "models", "encoder"))).signatures
+    tflite = TfliteModel(export_tflite(model_dir, tmp_path / "encoder.tflite", inputs="text"))
+    ids = tflite.run({"text": TEXTS}, "preprocess")
+    for name, value in signatures["preprocess"](text=tf.constant(TEXTS)).items():
         np.testing.assert_array_equal(ids[name], value.numpy(), err_msg=name)
-    expected = signatures["serve_ids"](**{name: tf.constant(value) for name, value in ids.items()})
-    outputs = tflite.run(texts)
-    assert set(outputs) == set(expected) - {"words", "word_tags", "answer_text", "answer_char_start", "answer_char_end"}
+    expected = signatures["serving_default"](text=tf.constant(TEXTS))
+    outputs = tflite.run({"text": TEXTS})
+    assert set(outputs) == set(expected)
+    for name, value in outputs.items():
+        np.testing.assert_allclose(value, expected[name].numpy(), atol=1e-4, rtol=0, err_msg=name)
+
+
+@pytest.mark.parametrize("task", ["ner", "squad"])
+def test_windowed_tasks_refuse_a_text_model_and_convert_with_ids(task, vocab_file, tmp_path):
+    """NER and SQuAD read long inputs in several windows, which TFLite cannot: no one-window text model
+    that would silently differ from the SavedModel; the ids model equals the SavedModel's serve_ids."""
+    model = {"ner": lambda: bert_tf.BertTokenClassifier(tiny_encoder(seed=15), num_labels=3, label_names=["O", "B", "I"]),
+             "squad": lambda: bert_tf.BertSpanLabeler(tiny_encoder(seed=16))}[task]()
+    model_dir = bert_tf.save_pretrained(model, tmp_path / task, vocab_file=vocab_file, seq_length=SEQ_LENGTH,
+                                        settings={"max_query_length": 4} if task == "squad" else None)
+    with pytest.raises(ValueError, match=f"A {task} model has no raw-text TFLite export"):
+        export_tflite(model_dir, tmp_path / "text.tflite", inputs="text")
+    assert not (tmp_path / "text.tflite").exists()
+    tflite = TfliteModel(export_tflite(model_dir, tmp_path / f"{task}.tflite", inputs="ids"))
+    signatures = tf.saved_model.load(str(export_saved_model(model_dir, tmp_path / "models", task))).signatures
+    segments = (tf.constant(TEXTS[:4]), tf.constant(PAIRS[:4]))
+    ids = bert_tf.BertPreprocessor(bert_tf.BertTokenizer(vocab_file), SEQ_LENGTH)(segments if task == "squad" else
+                                                                                    segments[0])
+    expected = signatures["serve_ids"](**ids)
+    outputs = tflite.run({name: value.numpy() for name, value in ids.items()})
+    assert set(outputs) == set(expected)
     for name, value in outputs.items():
         if value.dtype.kind in "fc":
             np.testing.assert_allclose(value, expected[name].numpy(), atol=1e-4, rtol=0, err_msg=name)

@@ -4,9 +4,11 @@ from bert_tf.checkpoints.contents import CheckpointContents, CheckpointMismatchE
 from bert_tf.checkpoints.huggingface import write_hf_directory
 from bert_tf.checkpoints.pretrained import (
     ModelDirectory,
+    check_vocabulary_fits,
     from_pretrained,
     load_model_directory,
     read_checkpoint,
+    resolve_model_directory,
     save_pretrained,
 )
 
@@ -15,9 +17,11 @@ __all__ = [
     "CheckpointMismatchError",
     "ModelDirectory",
     "assign_weights",
+    "check_vocabulary_fits",
     "from_pretrained",
     "load_model_directory",
     "read_checkpoint",
+    "resolve_model_directory",
     "save_pretrained",
     "write_hf_directory",
 ]

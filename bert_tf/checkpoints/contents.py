@@ -16,7 +16,7 @@ import numpy as np
 
 from bert_tf.config import BertConfig
 
-logger = logging.getLogger("bert_tf")
+logger = logging.getLogger(__name__)
 
 
 class CheckpointMismatchError(ValueError):

@@ -55,7 +55,7 @@ def read_google_checkpoint(path: str | Path) -> CheckpointContents:
             unrecognized.append(name)
     vocab = directory / "vocab.txt"
     return CheckpointContents(
-        config=BertConfig.from_json_file(config_file),
+        config=BertConfig.from_json_file(config_file, style="google"),
         weights=weights,
         source=prefix,
         format="google",

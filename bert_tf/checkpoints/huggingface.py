@@ -103,7 +103,7 @@ def is_hf_directory(path: Path) -> bool:
 def read_hf_directory(path: str | Path) -> CheckpointContents:
     """Reads a Hugging Face BERT directory (BertModel, BertForPreTraining, BertForMaskedLM, ...)."""
     directory = Path(path)
-    config = BertConfig.from_json_file(directory / "config.json")
+    config = BertConfig.from_json_file(directory / "config.json", style="hf")
     tensors, source = _read_tensors(directory)
     weights, ignored, unrecognized = {}, [], []
     for hf_name, value in tensors.items():

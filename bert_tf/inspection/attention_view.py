@@ -15,16 +15,18 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.checkpoints.contents import logger
 from bert_tf.model import BertModel
 from bert_tf.preprocessor import BertPreprocessor
 from bert_tf.tokenizer import BertTokenizer
+
+logger = logging.getLogger(__name__)
 
 MEAN_OF_HEADS = "mean"
 

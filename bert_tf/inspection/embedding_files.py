@@ -15,14 +15,16 @@ Example:
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.checkpoints.contents import logger
 from bert_tf.inspection.embeddings import EmbeddingConfig, TextEmbedder
+
+logger = logging.getLogger(__name__)
 
 OUTPUT_SUFFIXES = (".npy", ".jsonl")
 

@@ -28,19 +28,22 @@ Example (the contextual vector of "bank" depends on the sentence; the word embed
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 import tensorflow as tf
 from tqdm.auto import tqdm
 
-from bert_tf.checkpoints.contents import logger
+from bert_tf.config import check_sequence_length
 from bert_tf.inspection.exported_encoder import ExportedEncoder
 from bert_tf.inspection.pooling import TOKEN_POOLINGS, l2_normalize, pool_tokens
 from bert_tf.model import INPUT_NAMES, BertModel
 from bert_tf.preprocessor import BertPreprocessor
 from bert_tf.tokenizer import BertTokenizer
 from bert_tf.vocabulary import SUFFIX_INDICATOR
+
+logger = logging.getLogger(__name__)
 
 POOLINGS = TOKEN_POOLINGS + ("pooled",)
 LAST_FOUR_LAYERS = (-4, -3, -2, -1)
@@ -123,11 +126,8 @@ class TextEmbedder:
 
     def __init__(self, encoder: BertModel | ExportedEncoder, tokenizer: BertTokenizer,
                  config: EmbeddingConfig = EmbeddingConfig(), max_length: int | None = None):
-        limit = encoder.config.max_position_embeddings
-        max_length = max_length or limit
-        if not 2 < max_length <= limit:
-            raise ValueError(f"max_length must be in [3, {limit}] (the model's max_position_embeddings), "
-                             f"got {max_length}.")
+        max_length = max_length or encoder.config.max_position_embeddings
+        check_sequence_length(max_length, encoder.config.max_position_embeddings, "max_length")
         self.encoder = encoder
         self.tokenizer = tokenizer
         self.max_length = max_length

@@ -27,15 +27,17 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.checkpoints.contents import logger
 from bert_tf.pretrainer import BertPretrainer
 from bert_tf.tokenizer import BertTokenizer
 from bert_tf.vocabulary import SUFFIX_INDICATOR
+
+logger = logging.getLogger(__name__)
 
 MASK_TEXT = "[MASK]"
 _SPECIAL = re.compile(r"\[[^\]]*\]")  # [PAD], [CLS], [unused7], ...: never a word

@@ -15,15 +15,18 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import logging
 from pathlib import Path
 
-from bert_tf.checkpoints import assign_weights, load_model_directory, read_checkpoint
-from bert_tf.checkpoints.contents import logger
+from bert_tf.checkpoints import assign_weights, check_vocabulary_fits, load_model_directory, read_checkpoint
 from bert_tf.checkpoints.pretrained import is_bert_tf_directory
+from bert_tf.config import check_sequence_length
 from bert_tf.inspection.exported_encoder import ExportedEncoder, is_saved_model
 from bert_tf.model import BertModel
 from bert_tf.pretrainer import BertPretrainer
 from bert_tf.tokenizer import BertTokenizer
+
+logger = logging.getLogger(__name__)
 
 MLM_HEAD_PREFIX = "cls/predictions/"
 NSP_HEAD_PREFIX = "cls/seq_relationship/"
@@ -64,7 +67,7 @@ def load_inspection_model(path, vocab_file=None, lower_case: bool | None = None,
     """
     directory = Path(path)
     has_pooler = True
-    if (directory / "model").is_dir() and is_bert_tf_directory(directory / "model"):
+    if is_bert_tf_directory(directory / "model"):
         directory = directory / "model"  # the output folder of `bert-tf pretrain`
     if is_saved_model(directory):
         encoder = ExportedEncoder(directory)
@@ -76,7 +79,7 @@ def load_inspection_model(path, vocab_file=None, lower_case: bool | None = None,
         pretrainer = model if isinstance(model, BertPretrainer) else None
         encoder = model if isinstance(model, BertModel) else model.encoder
         checkpoint_vocab, checkpoint_lower_case = loaded.vocab_file, loaded.lower_case
-        seq_length = loaded.metadata.get("seq_length")
+        seq_length = loaded.task.seq_length
     else:
         encoder, pretrainer, checkpoint_vocab, checkpoint_lower_case, has_pooler = _read_any_checkpoint(path)
         seq_length = None
@@ -84,14 +87,11 @@ def load_inspection_model(path, vocab_file=None, lower_case: bool | None = None,
     if vocab_file is None:
         raise FileNotFoundError(f"{path} has no vocab.txt: pass the model's vocabulary file (--vocab).")
     tokenizer = BertTokenizer(vocab_file, lower_case=checkpoint_lower_case if lower_case is None else lower_case)
-    if isinstance(encoder, BertModel) and tokenizer.vocab_size > encoder.config.vocab_size:
-        raise ValueError(
-            f"The vocabulary {vocab_file} has {tokenizer.vocab_size} tokens but the model {path} has vocab_size "
-            f"{encoder.config.vocab_size}: they do not belong together."
-        )
+    if isinstance(encoder, BertModel):
+        check_vocabulary_fits(tokenizer.vocab_size, encoder.config.vocab_size, vocab_file)
     limit = encoder.config.max_position_embeddings
-    if max_length is not None and not 2 < max_length <= limit:
-        raise ValueError(f"max_length must be in [3, {limit}] (the model's max_position_embeddings), got {max_length}.")
+    if max_length is not None:
+        check_sequence_length(max_length, limit, "max_length")
     max_length = max_length or min(int(seq_length or limit), limit)
     return InspectionModel(encoder, tokenizer, pretrainer, max_length, str(path), has_pooler)
 

@@ -23,12 +23,12 @@ _TANH_CUBIC = 0.044715
 
 
 def gelu_exact(x):
-    """GELU with the exact Gaussian CDF (erf), as the original BERT."""
+    """GELU with the exact Gaussian CDF (erf): Hugging Face's "gelu"."""
     return tf.nn.gelu(x, approximate=False)
 
 
 def gelu_tanh(x):
-    """GELU with the tanh approximation (Hugging Face's "gelu_new")."""
+    """GELU with the tanh approximation: google-research/bert's "gelu", Hugging Face's "gelu_new"."""
     return tf.nn.gelu(x, approximate=True)
 
 

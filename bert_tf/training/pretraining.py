@@ -29,8 +29,9 @@ from bert_tf.model import BertModel
 from bert_tf.optimization import OptimizerConfig
 from bert_tf.pretrainer import BertPretrainer, loss_denominators
 from bert_tf.training.strategy import STRATEGY_NAMES, is_chief, make_strategy, worker_directory
+from bert_tf.vocabulary import read_vocab_file, resolve_lower_case
 
-logger = logging.getLogger("bert_tf")
+logger = logging.getLogger(__name__)
 MIXED_PRECISION_POLICIES = (None, "mixed_float16", "mixed_bfloat16")
 
 
@@ -39,12 +40,14 @@ class PretrainingConfig:
     """Everything a pre-training run needs (defaults: BERT's recipe for seq 128, scaled to a small run)."""
 
     output_dir: str  # checkpoints (ckpt-N), TensorBoard logs (logs/), final model (model/)
-    model: str = "mini"  # a preset name (see BertConfig.preset_names()) or a bert_config.json / config.json path
+    # A preset name (see BertConfig.preset_names()), sized to the vocabulary, or a bert_config.json / config.json
+    # path; see build_pretrainer.
+    model: str = "mini"
     init_checkpoint: str | None = None  # start from these weights (any format from_pretrained reads)
     # Data: what pipelines.pretraining reads and how it builds the features.
     train_files: list[str] = dataclasses.field(default_factory=list)  # BERT text format or TFRecord shards
-    vocab_file: str | None = None  # WordPiece vocabulary (saved with the model)
-    lower_case: bool = True  # must match the vocabulary
+    vocab_file: str | None = None  # WordPiece vocabulary (saved with the model; sets the model's vocab_size)
+    lower_case: bool | None = None  # None: the vocabulary's casing, which a given value must match
     seq_length: int = 128  # tokens per example, [CLS] and [SEP]s included
     max_predictions_per_seq: int = 20  # masked positions per example (BERT: 20 for 128, 80 for 512)
     masked_lm_prob: float = 0.15  # share of tokens selected for prediction
@@ -89,12 +92,8 @@ class PretrainingConfig:
                 raise ValueError(f"PretrainingConfig: {name} must be positive, got {getattr(self, name)!r}.")
         if self.max_predictions_per_seq >= self.seq_length:
             raise ValueError("PretrainingConfig: max_predictions_per_seq must be smaller than seq_length.")
-
-    def bert_config(self) -> BertConfig:
-        """The encoder's configuration named by `model`."""
-        if self.model in BertConfig.preset_names():
-            return BertConfig.preset(self.model)
-        return BertConfig.from_json_file(self.model)
+        if self.vocab_file:
+            self.lower_case = resolve_lower_case(self.vocab_file, self.lower_case)
 
     def optimizer_config(self) -> OptimizerConfig:
         return OptimizerConfig(
@@ -115,14 +114,27 @@ class PretrainingResult:
     checkpoint: str | None  # the newest checkpoint
 
 
-def _build(config: PretrainingConfig) -> BertPretrainer:
+def build_pretrainer(config: PretrainingConfig) -> BertPretrainer:
+    """The model to pre-train: `init_checkpoint`'s weights, or a random start from `model`.
+
+    Its vocab_size is the number of tokens in `vocab_file` (when given): a preset takes it; a
+    config file or checkpoint must already have it, or a ValueError names both sizes and files.
+    """
+    vocab_size = len(read_vocab_file(config.vocab_file)) if config.vocab_file else None
     if config.init_checkpoint:
         pretrainer = BertPretrainer.from_pretrained(config.init_checkpoint)
-        if pretrainer.encoder.config.max_position_embeddings < config.seq_length:
-            raise ValueError(f"init_checkpoint allows {pretrainer.encoder.config.max_position_embeddings} positions, "
-                             f"less than seq_length={config.seq_length}.")
-        return pretrainer
-    return BertPretrainer(BertModel(config.bert_config()))
+        source, bert_config = config.init_checkpoint, pretrainer.encoder.config
+    elif config.model in BertConfig.preset_names():
+        preset = BertConfig.preset(config.model)
+        source, bert_config = config.model, preset.replace(vocab_size=vocab_size or preset.vocab_size)
+    else:
+        source, bert_config = config.model, BertConfig.from_json_file(config.model)
+    if vocab_size and bert_config.vocab_size != vocab_size:
+        raise ValueError(f"{source} has vocab_size {bert_config.vocab_size:,} but {config.vocab_file} has "
+                         f"{vocab_size:,} tokens (one embedding row each): use the vocabulary it was made for, "
+                         "or start from a preset name, which takes the vocabulary's size.")
+    bert_config.check_sequence_length(config.seq_length, f"seq_length (for {source})")
+    return pretrainer if config.init_checkpoint else BertPretrainer(BertModel(bert_config))
 
 
 def _skipping(dataset_fn, consumed_steps: int):
@@ -167,7 +179,7 @@ def run_pretraining(
         keras.mixed_precision.set_global_policy(config.mixed_precision)
     try:
         with strategy.scope():
-            model = _build(config)
+            model = build_pretrainer(config)
             # Its global-norm clipping applies to the gradient summed over replicas (bert_tf.optimization).
             optimizer = config.optimizer_config().build()
             if config.mixed_precision == "mixed_float16":

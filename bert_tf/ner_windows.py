@@ -1,0 +1,106 @@
+"""Words → model windows for token classification (NER), in TensorFlow ops: one rule for training,
+evaluation, prediction and the exported SavedModel.
+
+A sentence longer than `seq_length - 2` pieces is cut into consecutive windows of whole words,
+each `[CLS] pieces... [SEP]`: a word joins the current window unless its pieces would overflow
+it; a word longer than a whole window is alone in its window and keeps its first pieces; a word
+without pieces (e.g. only control characters) becomes `[UNK]`, so every word has a first piece
+and a prediction. A sentence without words is one window `[CLS] [SEP]`.
+
+The rule is sequential, but each window's end follows from its start alone (the first word
+whose pieces overflow it, by a search in the running piece counts), so a `tf.while_loop` walks
+from window to window, all sentences at once: the work stays linear in the number of words.
+
+Example:
+    >>> # [CLS]=2 [SEP]=3 [UNK]=1; the words "a b##c d" as piece ids, windows of 3 pieces
+    >>> pieces = tf.ragged.constant([[[5], [6, 7], [8]]])
+    >>> windows = word_windows(pieces, seq_length=5, vocabulary=vocabulary)  # doctest: +SKIP
+    >>> windows.input_word_ids.to_list(), windows.word_ids.to_list()  # doctest: +SKIP
+    ([[[2, 5, 6, 7, 3], [2, 8, 3]]], [[[-1, 0, 1, 1, -1], [-1, 2, -1]]])
+    >>> windows.word_window.to_list(), windows.word_position.to_list()  # doctest: +SKIP
+    ([[0, 0, 1]], [[1, 2, 1]])
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import tensorflow as tf
+
+from bert_tf.vocabulary import Vocabulary
+
+
+class WordWindows(NamedTuple):
+    """The windows of a batch of sentences; `input_word_ids.value_rowids()` is each window's sentence."""
+
+    input_word_ids: tf.RaggedTensor  # int32 [batch, (windows), (tokens)]: [CLS] pieces... [SEP]
+    word_ids: tf.RaggedTensor  # int32 [batch, (windows), (tokens)]: the sentence's word index, -1 on [CLS]/[SEP]
+    word_window: tf.RaggedTensor  # int32 [batch, (words)]: the window (of its sentence) of the word's first piece
+    word_position: tf.RaggedTensor  # int32 [batch, (words)]: that piece's position in its window
+
+
+def word_windows(pieces: tf.RaggedTensor, seq_length: int, vocabulary: Vocabulary) -> WordWindows:
+    """The windows of at most `seq_length` tokens of sentences given as piece ids [batch, (words), (pieces)].
+
+    `pieces` is what `BertTokenizer.tokenize` gives for words [batch, (words)].
+    """
+    budget = seq_length - 2
+    if budget < 1:
+        raise ValueError(f"seq_length must leave room for [CLS], a piece and [SEP], got {seq_length}.")
+    words = pieces.values  # [all words, (pieces)]
+    no_pieces = tf.equal(words.row_lengths(), 0)
+    unknown = tf.fill([tf.reduce_sum(tf.cast(no_pieces, tf.int32))], tf.cast(vocabulary.unk_id, words.dtype))
+    words = tf.concat([words, tf.RaggedTensor.from_row_lengths(unknown, tf.cast(no_pieces, tf.int64))], axis=1)
+
+    lengths = words.row_lengths()
+    word = tf.range(tf.size(lengths, tf.int64))  # over the whole batch
+    sentence = pieces.value_rowids()  # of each word
+    sentence_end = tf.gather(pieces.row_limits(), sentence)  # the word after each word's sentence
+    pieces_end = tf.cumsum(lengths)  # pieces up to and including each word, over the whole batch
+    pieces_start = pieces_end - lengths
+    # A window starting at a word ends before the first word that overflows it (one word at least).
+    overflow = tf.searchsorted(pieces_end, pieces_start + budget, side="right", out_type=tf.int64)
+    next_start = tf.minimum(tf.maximum(overflow, word + 1), sentence_end)
+
+    def next_windows(starts, all_starts):
+        following = tf.gather(next_start, starts)
+        following = tf.boolean_mask(following, following < tf.gather(sentence_end, starts))
+        return following, all_starts.write(all_starts.size(), following)
+
+    first_words = tf.boolean_mask(pieces.row_starts(), pieces.row_lengths() > 0)
+    all_starts = tf.TensorArray(tf.int64, size=0, dynamic_size=True, infer_shape=False, element_shape=[None])
+    _, all_starts = tf.while_loop(lambda starts, _: tf.size(starts) > 0, next_windows,
+                                  (first_words, all_starts.write(0, first_words)))
+    all_starts = all_starts.concat()
+    is_start = tf.scatter_nd(all_starts[:, tf.newaxis], tf.ones_like(all_starts), tf.shape(lengths, tf.int64))
+    starts = tf.where(is_start > 0)[:, 0]  # the first word of every window of a sentence with words
+    start_index = tf.cumsum(is_start) - 1  # of each word: its window's index in `starts`
+    offset = pieces_start - tf.gather(tf.gather(pieces_start, starts), start_index)  # pieces before it in its window
+    kept = tf.minimum(lengths, budget - offset)
+
+    started = tf.math.unsorted_segment_sum(is_start, sentence, pieces.nrows())  # windows of each sentence's words
+    windows_per_sentence = tf.maximum(started, 1)
+    local_window = start_index - tf.gather(tf.cumsum(started, exclusive=True), sentence)
+    window = tf.gather(tf.cumsum(windows_per_sentence, exclusive=True), sentence) + local_window  # over the batch
+    num_windows = tf.reduce_sum(windows_per_sentence)
+
+    piece_word = words.value_rowids()
+    piece_offset = tf.range(tf.size(piece_word, tf.int64)) - tf.gather(words.row_starts(), piece_word)
+    keep = piece_offset < tf.gather(kept, piece_word)
+    kept_word = tf.boolean_mask(piece_word, keep)
+
+    def framed(values, first, last):
+        """[batch, (windows), (tokens)]: each window's values of its kept pieces, between `first` and `last`."""
+        inner = tf.RaggedTensor.from_value_rowids(tf.cast(values, tf.int32), tf.gather(window, kept_word),
+                                                  nrows=num_windows)
+        column = tf.ones([num_windows, 1], tf.int32)
+        return tf.RaggedTensor.from_row_lengths(tf.concat([column * first, inner, column * last], axis=1),
+                                                windows_per_sentence)
+
+    word_in_sentence = word - tf.gather(pieces.row_starts(), sentence)
+    return WordWindows(
+        input_word_ids=framed(tf.boolean_mask(words.values, keep), vocabulary.cls_id, vocabulary.sep_id),
+        word_ids=framed(tf.gather(word_in_sentence, kept_word), -1, -1),
+        word_window=tf.RaggedTensor.from_row_splits(tf.cast(local_window, tf.int32), pieces.row_splits),
+        word_position=tf.RaggedTensor.from_row_splits(tf.cast(offset + 1, tf.int32), pieces.row_splits),
+    )
