@@ -1,28 +1,38 @@
 # The two commands a fresh machine needs: `make demo` (the main job) and `make test`.
+# Each installs what it needs, pinned by constraints.txt, once: the demo the package alone, the tests
+# also its `test` extra (torch and transformers: the Hugging Face parity tests and the benchmarks).
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: install demo test test-all bench clean
+.PHONY: install install-test demo test test-all bench clean
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: setup.py constraints.txt
+install-test: $(VENV)/.installed-test
+
+$(VENV)/bin/pip:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+
+$(VENV)/.installed: setup.py constraints.txt | $(VENV)/bin/pip
+	$(BIN)/pip install --quiet -c constraints.txt -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
 	$(BIN)/pip install --quiet -c constraints.txt -e ".[test]"
 	touch $@
 
 demo: install
 	$(BIN)/bert-tf quickstart
 
-test: install
+test: install-test
 	$(BIN)/python -m pytest -q -m "not slow"
 
-test-all: install
+test-all: install-test
 	$(BIN)/python -m pytest -q
 
-bench: install
+bench: install-test
 	$(BIN)/python -m benchmarks.run
 
 clean:

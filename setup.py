@@ -1,6 +1,14 @@
-"""bert-tf: BERT for TensorFlow/Keras. `pip install -e .[test]` (see the Makefile)."""
+"""bert-tf: BERT for TensorFlow/Keras. `pip install -c constraints.txt -e .`, with `.[test]` for the tests
+(see the Makefile: `make demo`, `make test`)."""
+
+import re
+from pathlib import Path
 
 from setuptools import find_packages, setup
+
+# bert_tf.__version__, read without importing bert_tf (and TensorFlow).
+VERSION_FILE = Path(__file__).resolve().parent / "bert_tf" / "_version.py"
+VERSION = re.search(r'__version__ = "([^"]+)"', VERSION_FILE.read_text(encoding="utf-8")).group(1)
 
 # The stack verified to install and work together (../shared/STACK.md); constraints.txt
 # pins every transitive package too.
@@ -28,7 +36,7 @@ TEST_REQUIRES = [
 
 setup(
     name="bert-tf",
-    version="0.1.0",
+    version=VERSION,
     description="BERT as TensorFlow/Keras layers: in-graph tokenization, pre-training, fine-tuning, serving.",
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",

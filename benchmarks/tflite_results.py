@@ -56,7 +56,7 @@ def sst2(path: Path) -> tuple[list[str], list[int]]:
 
 def train_classifier(settings, out_dir: Path, train_examples: int) -> Path:
     """Fine-tunes BERT L2/H128 from a random start on SST-2 (one epoch) into `out_dir`."""
-    from bert_tf.finetuning import FinetuneConfig
+    from pipelines.finetune_config import FinetuneConfig
     from pipelines.finetune import finetune
 
     config = FinetuneConfig(

@@ -107,7 +107,7 @@ def finetuning_contenders(config, settings: Settings, steps: int) -> list[Conten
     fixed = _in_memory(raw.map(lambda text, label: (preprocessor(text), label)))
     hub_fixed = _in_memory(raw.map(lambda text, label: (hub_preprocessor(text), label)))
     # The way `bert-tf finetune` batches: unpadded examples, grouped by length, each batch padded to its longest.
-    features = TextPacker(tokenizer, SEQ_LENGTH, text_pair=False)(texts)
+    features = TextPacker(tokenizer, bert_tf.TaskSpec(task="classify", seq_length=SEQ_LENGTH))(texts)
     bucketed = batch_examples(rows_dataset((features, labels)), features["input_word_ids"].row_lengths().numpy(),
                               BATCH_SIZE, SEQ_LENGTH, training=True, bucketing=True, seed=0)
     return [

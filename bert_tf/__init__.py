@@ -40,13 +40,13 @@ from bert_tf.optimization import OptimizerConfig, WarmupLinearDecay, create_opti
 from bert_tf.preprocessor import BertPreprocessor  # noqa: E402
 from bert_tf.pretrainer import BertPretrainer  # noqa: E402
 from bert_tf.span_labeler import BertSpanLabeler  # noqa: E402
-from bert_tf.task_spec import TaskSpec  # noqa: E402
+from bert_tf.tasks.spec import TaskSpec  # noqa: E402
 from bert_tf.token_classifier import BertTokenClassifier  # noqa: E402
 from bert_tf.tokenizer import BertTokenizer  # noqa: E402
 from bert_tf.vocabulary import Vocabulary, check_casing, learn_vocabulary  # noqa: E402
 from bert_tf.word_alignment import IGNORE_LABEL, align_word_labels, first_piece_positions, word_predictions  # noqa: E402
 
-__version__ = "0.1.0"
+from bert_tf._version import __version__  # noqa: E402
 
 __all__ = [
     "IGNORE_LABEL",

@@ -21,6 +21,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
+import logging
 import os
 import re
 from pathlib import Path
@@ -31,10 +32,13 @@ import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib
 from tqdm.auto import tqdm
 
+from bert_tf.text_files import first_non_utf8_byte, not_utf8_error, not_utf8_message
 from bert_tf.text_normalization import character_table, split_words
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 SUFFIX_INDICATOR = "##"
+LEARNER_SLACK = 0.05  # the WordPiece learner aims for a size within this share below the one asked for
+logger = logging.getLogger(__name__)
 _BRACKETED = re.compile(r"\[[^\]]*\]")  # [PAD], [unused12], ...: never text
 
 
@@ -45,8 +49,8 @@ def read_vocab_file(path: str | os.PathLike) -> list[str]:
         raise FileNotFoundError(f"Vocabulary file not found: {path}")
     try:
         text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise ValueError(f"{path} is not UTF-8 text: {error}") from error
+    except UnicodeDecodeError:
+        raise not_utf8_error(path) from None
     # Only "\n" ends a line (str.splitlines would also split on U+2028, U+0085, ...).
     lines = text.split("\n")
     if lines[-1] == "":
@@ -147,8 +151,9 @@ class Vocabulary:
     @classmethod
     def from_file(cls, path: str | os.PathLike, lower_case: bool | None = None) -> "Vocabulary":
         """Reads a `vocab.txt`; `lower_case=None` infers the casing from the tokens."""
+        tokens = read_vocab_file(path)
         try:
-            return cls(tuple(read_vocab_file(path)), lower_case)
+            return cls(tuple(tokens), lower_case)
         except ValueError as error:
             raise ValueError(f"{path}: {error}") from error
 
@@ -212,8 +217,11 @@ def learn_vocabulary(
     `[PAD] [UNK] [CLS] [SEP] [MASK]`, then `[unused0]`…`[unused{num_unused-1}]`, then every
     character seen (and its `##` form), then learned pieces by frequency. The learner searches
     the count a piece needs (at least `min_count`) for a size within 5 % below `size`; a corpus
-    too small for that gives a smaller vocabulary. Words longer than `max_word_length` characters
-    are not learned from.
+    too small for that gives a smaller vocabulary, with a warning. Words longer than
+    `max_word_length` characters are not learned from.
+
+    Before the work: `out`'s folder is created, and a file that looks like binary data or is not
+    UTF-8 (its bad bytes are dropped) is warned about as it is counted.
 
     Example (`bert-tf vocab` calls exactly this):
         >>> learn_vocabulary(["corpus.txt"], 8000, "vocab.txt")  # doctest: +SKIP
@@ -225,27 +233,64 @@ def learn_vocabulary(
     reserved = list(SPECIAL_TOKENS) + [f"[unused{i}]" for i in range(num_unused)]
     if size <= len(reserved):
         raise ValueError(f"size={size} leaves no room after the {len(reserved)} reserved tokens.")
+    out = Path(out)
+    if out.is_dir():
+        raise ValueError(f"{out} is a folder; give the path of the vocab.txt to write.")
+    out.parent.mkdir(parents=True, exist_ok=True)
     strip_accents = lower_case if strip_accents is None else strip_accents
     counts = _count_words(paths, character_table(lower_case, strip_accents), progress)
     if not counts:
         raise ValueError(f"No words found in {[str(p) for p in paths]}.")
-    with tqdm(total=1, desc="learning word pieces", disable=not progress) as bar:
-        tokens = wordpiece_tokenizer_learner_lib.learn(
-            counts,
-            vocab_size=size,
-            reserved_tokens=reserved,
-            lower_thresh=min_count,
-            max_token_length=max_word_length,
-            joiner=SUFFIX_INDICATOR,
-        )
-        bar.update(1)
+    tokens, needed_count = _learn_word_pieces(counts, size, reserved, min_count, max_word_length, progress)
+    if len(tokens) < size * (1 - LEARNER_SLACK):
+        if needed_count <= min(counts.values()):  # every piece of every word is in
+            why = "the corpus has no more word pieces; learn from more text"
+        elif needed_count <= min_count:
+            why = (f"no more word pieces occur at least min_count={min_count} times (--min-count); lower it, or learn "
+                   "from more text")
+        else:
+            why = f"no minimum count gives a size nearer to it (this one needs {needed_count})"
+        logger.warning("Learned %s tokens, fewer than the %s asked for: %s.", f"{len(tokens):,}", f"{size:,}", why)
     vocabulary = Vocabulary(tuple(tokens), lower_case=lower_case)
     vocabulary.write(out)
     return vocabulary
 
 
+def _learn_word_pieces(counts: dict[str, int], size: int, reserved: list[str], min_count: int, max_word_length: int,
+                       progress: bool) -> tuple[list[str], int]:
+    """tensorflow-text's WordPiece learner (its `learn`, with its defaults): the tokens, and the count a piece needed.
+
+    Its binary search for that count runs here, one try at a time, so that the progress bar
+    moves (each try is a whole learning pass: a minute on a large corpus).
+    """
+    learner = wordpiece_tokenizer_learner_lib
+    params = learner.Params(
+        upper_thresh=10_000_000, lower_thresh=min_count, num_iterations=4, max_input_tokens=5_000_000,
+        max_token_length=max_word_length, max_unique_chars=1000, vocab_size=size, slack_ratio=LEARNER_SLACK,
+        include_joiner_token=True, joiner=SUFFIX_INDICATOR, reserved_tokens=reserved)
+    word_counts = list(counts.items())
+    upper, lower = learner.get_search_threshs(word_counts, params.upper_thresh, params.lower_thresh)
+    words = learner.get_input_words(word_counts, reserved, max_word_length)
+    words = learner.filter_input_words(words, learner.get_allowed_chars(words, params.max_unique_chars),
+                                       params.max_input_tokens)
+    most_tries = (upper - lower + 1).bit_length()  # of a binary search over [lower, upper]
+    with tqdm(total=most_tries, desc="learning word pieces", unit="try", disable=not progress) as bar:
+        while True:
+            needed_count = (lower + upper) // 2
+            tokens = learner.learn_with_thresh(words, needed_count, params)
+            bar.set_postfix(min_count=needed_count, tokens=len(tokens))
+            bar.update(1)
+            if size * (1 - LEARNER_SLACK) <= len(tokens) <= size or lower >= upper or needed_count <= 1:
+                bar.total = bar.n  # done: the search may end before its most tries
+                return tokens, needed_count
+            if len(tokens) > size:
+                lower = needed_count + 1
+            else:
+                upper = needed_count - 1
+
+
 def _count_words(paths: list[Path], table, progress: bool, lines_per_batch: int = 4096) -> dict[str, int]:
-    """Word counts over all files, words as the tokenizer splits them."""
+    """Word counts over all files, words as the tokenizer splits them; warns about files that are not UTF-8 text."""
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def unique_words(lines):
@@ -254,12 +299,47 @@ def _count_words(paths: list[Path], table, progress: bool, lines_per_batch: int 
         return unique, counts
 
     counts: collections.Counter = collections.Counter()
+    signs = {path: _TextSigns() for path in paths}
     total_bytes = sum(p.stat().st_size for p in paths)
     with tqdm(total=total_bytes, unit="B", unit_scale=True, desc="counting words", disable=not progress) as bar:
         for path in paths:
             with path.open("rb") as file:
                 while batch := [line for _, line in zip(range(lines_per_batch), file)]:
+                    signs[path].update(batch)
                     words, numbers = unique_words(tf.constant(batch))
                     counts.update(dict(zip(words.numpy().tolist(), np.asarray(numbers).tolist())))
                     bar.update(sum(map(len, batch)))
+    for path, file_signs in signs.items():  # once the bar is done, not in its line
+        file_signs.warn(path)
     return {word.decode("utf-8"): count for word, count in counts.items()}
+
+
+class _TextSigns:
+    """What a file's bytes say about it being text: control characters, and its first byte that is not UTF-8."""
+
+    # Control characters other than whitespace: text has almost none, binary data about one byte in eight.
+    CONTROL_BYTES = bytes([*range(0, 9), *range(14, 32), 127])
+    BINARY_SHARE = 0.01  # more control bytes than this share: binary
+
+    def __init__(self):
+        self.bytes = self.control_bytes = self.lines = 0
+        self.first_non_utf8: tuple[int, int, int] | None = None  # (line, byte offset, byte)
+
+    def update(self, lines: list[bytes]) -> None:
+        data = b"".join(lines)
+        self.control_bytes += len(data) - len(data.translate(None, self.CONTROL_BYTES))
+        found = None if self.first_non_utf8 else first_non_utf8_byte(lines)
+        if found:
+            line, offset, byte = found
+            self.first_non_utf8 = (self.lines + line, self.bytes + offset, byte)
+        self.lines += len(lines)
+        self.bytes += len(data)
+
+    def warn(self, path: Path) -> None:
+        if self.control_bytes > self.BINARY_SHARE * self.bytes:
+            logger.warning("%s looks like binary data, not text: %.0f%% of its bytes are control characters. Its "
+                           "words are counted all the same; check --corpus.", path,
+                           100 * self.control_bytes / self.bytes)
+        elif self.first_non_utf8 is not None:
+            logger.warning("%s Its bytes that are not UTF-8 are dropped from the words counted.",
+                           not_utf8_message(path, *self.first_non_utf8))

@@ -1,8 +1,9 @@
 """The `bert-tf` command line: one module per subcommand, each only parsing arguments and calling the library.
 
 A package of its own, beside `bert_tf`, `pipelines` and `serving`: it uses all three and none of them
-imports it, so `bert_tf` never depends on the other two. Commands import the heavier parts
-(`pipelines`, `serving`) only when they run.
+imports it, so `bert_tf` never depends on the other two. Building the parser imports none of them
+(nor TensorFlow): commands import what they need when they run, so `--help` answers at once.
+TensorFlow's own messages are silenced unless `-v` is given (`bert_tf_cli.quiet`).
 
 Run `bert-tf --help` or `bert-tf COMMAND --help`.
 """
@@ -11,11 +12,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
+import itertools
 import logging
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up chatter (CUDA stubs) hides the output
+from bert_tf_cli.quiet import quiet_tensorflow
 
 # Subcommand modules of this package, in the order `--help` lists them.
 COMMAND_MODULES = ("quickstart", "prepare_corpus", "vocab", "pretrain", "convert", "serve", "export", "embed", "fill_mask", "attention", "finetune", "evaluate", "predict")
@@ -23,7 +26,9 @@ COMMAND_MODULES = ("quickstart", "prepare_corpus", "vocab", "pretrain", "convert
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bert-tf", description="BERT for TensorFlow/Keras.")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log what is loaded, skipped and served")
+    parser.add_argument("--version", action="version", version=f"bert-tf {importlib.metadata.version('bert-tf')}")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="log what is loaded, skipped and served, and TensorFlow's own messages")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"bert_tf_cli.{name}").register(commands)
@@ -31,6 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    # Decided before anything can import TensorFlow: -v/--verbose comes before the command.
+    verbose = any(arg in ("-v", "--verbose") for arg in itertools.takewhile(lambda arg: arg.startswith("-"), argv))
+    if verbose:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's warnings and errors
+    else:
+        quiet_tensorflow()
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     try:

@@ -1,7 +1,9 @@
 """`bert-tf embed`: a text file (one text or tab-separated pair per line) → sentence vectors or token vectors."""
 
 from bert_tf_cli.model_arguments import add_model_arguments, load_model
-from bert_tf.inspection.embeddings import EMBEDDINGS, LAST_FOUR_LAYERS, POOLINGS
+
+# bert_tf.inspection.embeddings.POOLINGS, which imports TensorFlow (tests/test_cli_startup.py checks they agree).
+POOLINGS = ("cls", "mean", "max", "mean_max", "pooled")
 
 
 def register(commands) -> None:
@@ -34,6 +36,8 @@ def register(commands) -> None:
 
 
 def _layers(values: list[str]) -> tuple[int | str, ...]:
+    from bert_tf.inspection.embeddings import EMBEDDINGS, LAST_FOUR_LAYERS
+
     if values == ["last4"]:
         return LAST_FOUR_LAYERS
     try:

@@ -7,19 +7,22 @@ _QUANTIZATIONS = {"none": "none", "dynamic-range": "dynamic_range", "float16": "
 def register(commands) -> None:
     parser = commands.add_parser(
         "export", help="export a model directory for TF Serving (SavedModel) or TFLite",
-        description="SavedModel (default): writes OUT/NAME/<version>/ with signatures serving_default (raw text in, "
-                    "tokenized in the graph), serve_ids (token ids in), preprocess and model_info; see "
-                    "serving/README.md. --format tflite: writes the .tflite file OUT.")
+        description="SavedModel (default; needs --name): writes OUT/NAME/<version>/ with signatures "
+                    "serving_default (raw text in, tokenized in the graph), serve_ids (token ids in), preprocess and "
+                    "model_info; see serving/README.md. --format tflite: writes the .tflite file OUT.")
     parser.add_argument("--model", required=True, help="a bert-tf model directory (bert_tf.save_pretrained)")
     parser.add_argument("--out", required=True, help="SavedModel: the base path (holding NAME/); tflite: the .tflite file")
     parser.add_argument("--format", choices=["saved_model", "tflite"], default="saved_model", help="default: saved_model")
-    parser.add_argument("--name", help="SavedModel: the model's name (its directory under --out)")
+    parser.add_argument("--name", help="SavedModel: the model's name, its directory under --out (required unless "
+                                       "--format tflite)")
     parser.add_argument("--version", type=int, help="SavedModel: the version (default: the highest there + 1)")
     parser.add_argument("--ids-only", action="store_true",
                         help="SavedModel: token-id signatures only, no tensorflow-text ops (for TF Serving builds "
                              "without them)")
-    parser.add_argument("--seq-length", type=int,
-                        help="tokens per example (default: the model directory's seq_length, else 128)")
+    parser.add_argument("--seq-length", type=int, help="tokens per example (default: the model directory's)")
+    parser.add_argument("--max-text-bytes", type=int,
+                        help="SavedModel: each text is cut to this many UTF-8 bytes before tokenizing, the bound on a "
+                             "request's cost (default: the model directory's, 65536)")
     parser.add_argument("--tflite-input", choices=["ids", "text"], default="ids",
                         help="tflite: token ids in (builtin ops only), or raw text in (needs tensorflow-text's TFLite "
                              "kernels at run time); default: ids")
@@ -29,7 +32,8 @@ def register(commands) -> None:
 
 def run(args) -> None:
     if args.format == "tflite":
-        for flag, value in (("--name", args.name), ("--version", args.version), ("--ids-only", args.ids_only or None)):
+        for flag, value in (("--name", args.name), ("--version", args.version), ("--ids-only", args.ids_only or None),
+                            ("--max-text-bytes", args.max_text_bytes)):
             if value is not None:
                 raise ValueError(f"{flag} applies to --format saved_model only.")
         from serving.tflite_export import export_tflite
@@ -45,5 +49,5 @@ def run(args) -> None:
     from serving.export import export_saved_model
 
     path = export_saved_model(args.model, args.out, args.name, version=args.version, ids_only=args.ids_only,
-                              seq_length=args.seq_length)
+                              seq_length=args.seq_length, max_text_bytes=args.max_text_bytes)
     print(f"Exported {args.model} to {path}" + (" (ids only)" if args.ids_only else ""))

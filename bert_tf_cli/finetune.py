@@ -1,10 +1,10 @@
 """`bert-tf finetune`: fine-tune a checkpoint (or a random start) on classification, NER or SQuAD data."""
 
-import dataclasses
+# pipelines.finetune_config.TASKS, which imports TensorFlow (tests/test_cli_startup.py checks they agree).
+TASKS = ("classify", "ner", "squad")
 
-from bert_tf.finetuning import TASKS, FinetuneConfig
-
-# CLI flag (argparse dest) → FinetuneConfig field, for the optional settings.
+# CLI flag (argparse dest) → FinetuneConfig field, for the optional settings: passed only when given, so that
+# FinetuneConfig's defaults apply (building the parser imports no TensorFlow).
 _OPTIONAL_FIELDS = {
     "dev": "dev_file", "vocab": "vocab_file", "seq_length": "seq_length", "batch_size": "batch_size",
     "epochs": "epochs", "learning_rate": "learning_rate", "warmup_proportion": "warmup_proportion",
@@ -18,7 +18,6 @@ _OPTIONAL_FIELDS = {
 
 
 def register(commands) -> None:
-    defaults = {f.name: f.default for f in dataclasses.fields(FinetuneConfig)}
     parser = commands.add_parser(
         "finetune", help="fine-tune on classification (CSV/TSV/JSONL), NER (CoNLL) or SQuAD data",
         description="Fine-tune BERT with Keras fit: AdamW, 10% warm-up then linear decay, the dev file scored after "
@@ -34,14 +33,14 @@ def register(commands) -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace a non-empty output directory")
     parser.add_argument("--cased", action="store_true", default=None, help="the vocabulary is cased")
     parser.add_argument("--uncased", dest="cased", action="store_false", default=None, help="the vocabulary is uncased")
-    parser.add_argument("--epochs", type=int, default=defaults["epochs"])
-    parser.add_argument("--batch-size", type=int, default=defaults["batch_size"])
-    parser.add_argument("--learning-rate", type=float, default=defaults["learning_rate"], help="peak learning rate")
-    parser.add_argument("--warmup-proportion", type=float, default=defaults["warmup_proportion"])
-    parser.add_argument("--weight-decay", type=float, default=defaults["weight_decay"])
-    parser.add_argument("--dropout", type=float, default=defaults["dropout"], help="dropout of the head")
+    parser.add_argument("--epochs", type=int)
+    parser.add_argument("--batch-size", type=int)
+    parser.add_argument("--learning-rate", type=float, help="peak learning rate")
+    parser.add_argument("--warmup-proportion", type=float)
+    parser.add_argument("--weight-decay", type=float)
+    parser.add_argument("--dropout", type=float, help="dropout of the head")
     parser.add_argument("--seq-length", type=int, help="tokens per example (default: 128; squad 384)")
-    parser.add_argument("--seed", type=int, default=defaults["seed"])
+    parser.add_argument("--seed", type=int)
     parser.add_argument("--early-stopping", type=int, metavar="PATIENCE",
                         help="stop after PATIENCE epochs without a better dev score")
     parser.add_argument("--last-epoch", action="store_true", help="keep the last epoch, not the best on dev")
@@ -52,21 +51,23 @@ def register(commands) -> None:
     classify.add_argument("--text-pair-column", help="second text, for sentence-pair tasks")
     classify.add_argument("--label-column")
     classify.add_argument("--multi-label", action="store_true", help="any number of labels per example")
-    classify.add_argument("--label-separator", default=defaults["label_separator"],
+    classify.add_argument("--label-separator",
                           help="between labels in a CSV/TSV cell (multi-label)")
     classify.add_argument("--class-weights", action="store_true", help="weight classes by n / (k * count)")
     classify.add_argument("--focal-loss", action="store_true", help="focal loss instead of cross-entropy")
-    classify.add_argument("--focal-gamma", type=float, default=defaults["focal_gamma"])
+    classify.add_argument("--focal-gamma", type=float)
     squad = parser.add_argument_group("question answering (--task squad)")
-    squad.add_argument("--doc-stride", type=int, default=defaults["doc_stride"])
-    squad.add_argument("--max-query-length", type=int, default=defaults["max_query_length"])
-    squad.add_argument("--max-answer-length", type=int, default=defaults["max_answer_length"])
-    squad.add_argument("--n-best-size", type=int, default=defaults["n_best_size"])
-    squad.add_argument("--null-score-threshold", type=float, default=defaults["null_score_threshold"])
+    squad.add_argument("--doc-stride", type=int)
+    squad.add_argument("--max-query-length", type=int)
+    squad.add_argument("--max-answer-length", type=int)
+    squad.add_argument("--n-best-size", type=int)
+    squad.add_argument("--null-score-threshold", type=float)
     parser.set_defaults(run=run)
 
 
-def config_from_args(args) -> FinetuneConfig:
+def config_from_args(args):
+    from pipelines.finetune_config import FinetuneConfig
+
     return FinetuneConfig(
         task=args.task,
         train_file=args.train,
@@ -79,7 +80,7 @@ def config_from_args(args) -> FinetuneConfig:
         multi_label=args.multi_label,
         class_weights=args.class_weights,
         focal_loss=args.focal_loss,
-        **{field: getattr(args, flag) for flag, field in _OPTIONAL_FIELDS.items()},
+        **{field: getattr(args, flag) for flag, field in _OPTIONAL_FIELDS.items() if getattr(args, flag) is not None},
     )
 
 

@@ -1,11 +1,37 @@
-"""`bert-tf predict`: classes, entity tags or answers from a fine-tuned model directory.
+"""`bert-tf predict`: classes, entity tags or answers from a fine-tuned model directory (or a model server).
 
-Prediction returns plain Python results (`pipelines.prediction`), which `print_results`
-formats; another source of results (e.g. a model server) only needs its own
-`predict_*` function returning the same values.
+Texts come from the command line, printed as a table (or `--json`), or from a file or stdin
+(`--input`), written as JSON lines (`--output`, default stdout), streamed in batches of
+`--batch-size` lines. Input lines are JSON objects or plain text, a tab before a second text:
+
+    {"text": "a gripping film", "text_b": "it was good"}    classification (text_b: pair models)
+    {"text": "EU rejects German call"}                       NER
+    {"question": "Who wrote it?", "context": "Mary did."}   SQuAD
+    a gripping film<TAB>it was good                          text<TAB>text_b, or question<TAB>context
+
+Each output line is the task's result: classification {"label", "probability", "probabilities"}
+(multi-label: {"labels", "probabilities"}), NER {"words", "tags"}, SQuAD {"text", "start", "end",
+"score", "probability"}.
+
+Example:
+    $ bert-tf predict --model sst2_model --input reviews.jsonl --output predictions.jsonl
+    $ echo "a gripping, funny film" | bert-tf predict --model sst2_model --input -
+    {"label": "1", "probability": 0.93, "probabilities": {"0": 0.07, "1": 0.93}}
+
+Prediction returns plain Python results (`pipelines.prediction.Predictor`, or
+`serving.server_prediction.ServerPredictor` for `--server`: the same methods).
 """
 
+from __future__ import annotations
+
+import contextlib
 import json
+import sys
+from typing import IO, Iterable, Iterator
+
+# Each task's input fields: required, then optional (text lines give them in this order, tab-separated).
+TASK_FIELDS = {"classify": (("text",), ("text_b",)), "ner": (("text",), ()), "squad": (("question", "context"), ())}
+INPUT_FORMATS = ("auto", "jsonl", "text")
 
 
 def register(commands) -> None:
@@ -13,7 +39,10 @@ def register(commands) -> None:
         "predict", help="predict with a fine-tuned model: class, entity tags or answer",
         description="Classification: the class and its probability per text (--pair gives each text its second "
                     "text). NER: word/TAG for every whitespace-separated word. SQuAD: the answer to --question in "
-                    "--context (repeat both for several questions).")
+                    "--context (repeat both for several questions). --input FILE (or - for stdin) reads one "
+                    "example per line instead, as JSON ({\"text\", \"text_b\"}, {\"text\"} or {\"question\", "
+                    "\"context\"}) or as text (a tab before the second text or the context), and writes one JSON "
+                    "object per example to --output, in order; blank lines are skipped.")
     parser.add_argument("texts", nargs="*", help="texts to classify or tag")
     parser.add_argument("--model", required=True,
                         help="model directory written by `bert-tf finetune`; with --server, the served model's name")
@@ -23,23 +52,24 @@ def register(commands) -> None:
     parser.add_argument("--pair", action="append", help="second text of a pair, once per text, in order")
     parser.add_argument("--question", action="append", help="question (SQuAD models)")
     parser.add_argument("--context", action="append", help="the question's context (SQuAD models)")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--input", metavar="FILE", help="examples, one per line (- for stdin)")
+    parser.add_argument("--input-format", choices=INPUT_FORMATS, default="auto",
+                        help="jsonl or text; auto (default): jsonl if the first line starts with '{'")
+    parser.add_argument("--output", metavar="FILE", help="with --input: the JSON lines' file (default: stdout)")
+    parser.add_argument("--batch-size", type=int, default=32, help="examples per batch (default: 32)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.set_defaults(run=run)
 
 
-def predict_locally(args) -> tuple[str, list]:
-    """(task name, results) of the model directory `args.model`."""
+def make_predictor(args):
+    """A `Predictor` of the model directory `args.model`, or a `ServerPredictor` of the model served at `args.server`."""
+    if args.server:
+        from serving.server_prediction import ServerPredictor
+
+        return ServerPredictor(args.server, args.model)
     from pipelines.prediction import Predictor
 
-    return predict_with(Predictor(args.model, batch_size=args.batch_size), args)
-
-
-def predict_from_server(args) -> tuple[str, list]:
-    """(task name, results) of model `args.model` served at `args.server` (gRPC)."""
-    from serving.server_prediction import ServerPredictor
-
-    return predict_with(ServerPredictor(args.server, args.model), args)
+    return Predictor(args.model, batch_size=args.batch_size)
 
 
 def predict_with(predictor, args) -> tuple[str, list]:
@@ -49,8 +79,106 @@ def predict_with(predictor, args) -> tuple[str, list]:
             raise ValueError("A SQuAD model answers --question QUESTION --context CONTEXT (no positional texts).")
         return "squad", predictor.answer(args.question, args.context)
     if not args.texts:
-        raise ValueError("Give one or more texts to predict.")
+        raise ValueError("Give one or more texts to predict, or --input FILE.")
     return predictor.task_name, predictor.predict_texts(args.texts, args.pair)
+
+
+def read_examples(lines: Iterable[str], name: str, task: str, input_format: str = "auto") -> Iterator[dict]:
+    """The example (`task`'s fields) of each non-blank line of `lines`; errors name file `name` and the line.
+
+    Example:
+        >>> list(read_examples(['{"text": "fine"}', "", '{"text": "bad"}'], "in.jsonl", "ner"))
+        [{'text': 'fine'}, {'text': 'bad'}]
+        >>> list(read_examples(["Who?\\tMary did."], "-", "squad"))
+        [{'question': 'Who?', 'context': 'Mary did.'}]
+    """
+    required, optional = TASK_FIELDS[task]
+    first = None  # (line number, fields) of the first example: every example has the same fields
+    for number, line in enumerate(lines, start=1):
+        line = line.rstrip("\r\n")
+        if not line.strip():
+            continue
+        if input_format == "auto":
+            input_format = "jsonl" if line.lstrip().startswith("{") else "text"
+        try:
+            example = _from_json(line, required, optional) if input_format == "jsonl" else _from_text(
+                line, required, optional)
+            if first is None:
+                first = number, example.keys()
+            if example.keys() != first[1]:
+                raise ValueError(f"has {_names(example)} but line {first[0]} has {_names(first[1])}: give every "
+                                 "example the same fields")
+        except ValueError as error:
+            raise ValueError(f"{name}:{number}: {error}") from None
+        yield example
+
+
+def _from_json(line: str, required: tuple[str, ...], optional: tuple[str, ...]) -> dict:
+    try:
+        example = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not JSON ({error.msg}, column {error.colno})") from None
+    if not isinstance(example, dict):
+        raise ValueError(f"expected a JSON object with {_names(required)}, got {type(example).__name__}")
+    missing = [field for field in required if field not in example]
+    if missing:
+        raise ValueError(f"missing {_names(missing)} (this model reads {_names(required + optional)})")
+    fields = {field: example[field] for field in required + optional if example.get(field) is not None}
+    not_text = [field for field, value in fields.items() if not isinstance(value, str)]
+    if not_text:
+        raise ValueError(f"{_names(not_text)} must be a string")
+    return fields
+
+
+def _from_text(line: str, required: tuple[str, ...], optional: tuple[str, ...]) -> dict:
+    values = line.split("\t")
+    if not len(required) <= len(values) <= len(required) + len(optional):
+        wanted = " TAB ".join(required) + "".join(f" [TAB {field}]" for field in optional)
+        raise ValueError(f"expected {wanted}, got {len(values)} tab-separated field{'s' * (len(values) != 1)}")
+    return dict(zip(required + optional, values))
+
+
+def _names(fields) -> str:
+    return ", ".join(repr(field) for field in fields)
+
+
+def predict_batch(predictor, examples: list[dict]) -> list[dict]:
+    """One JSON-ready result per example of `read_examples`."""
+    if predictor.task_name == "squad":
+        return predictor.answer([e["question"] for e in examples], [e["context"] for e in examples])
+    texts = [example["text"] for example in examples]
+    if predictor.task_name == "ner":
+        return [{"words": [word for word, _ in tagged], "tags": [tag for _, tag in tagged]}
+                for tagged in predictor.tag(texts)]
+    return predictor.classify(texts, [e["text_b"] for e in examples] if "text_b" in examples[0] else None)
+
+
+def predict_lines(predictor, lines: Iterable[str], name: str, output: IO[str], batch_size: int = 32,
+                  input_format: str = "auto") -> int:
+    """Writes one JSON line to `output` per example line of `lines` (file `name`), `batch_size` at a time.
+
+    Returns the number of examples. Example:
+        >>> predict_lines(Predictor("sst2_model"), ["a gripping film"], "-", sys.stdout)  # doctest: +SKIP
+        {"label": "1", "probability": 0.93, "probabilities": {"0": 0.07, "1": 0.93}}
+        1
+    """
+    count = 0
+    batch: list[dict] = []
+    for example in read_examples(lines, name, predictor.task_name, input_format):
+        batch.append(example)
+        if len(batch) == batch_size:
+            count += _write(predict_batch(predictor, batch), output)
+            batch = []
+    if batch:
+        count += _write(predict_batch(predictor, batch), output)
+    return count
+
+
+def _write(results: list, output: IO[str]) -> int:
+    for result in results:
+        output.write(json.dumps(result, ensure_ascii=False) + "\n")
+    output.flush()
+    return len(results)
 
 
 def print_results(task: str, args, results: list) -> None:
@@ -71,5 +199,20 @@ def print_results(task: str, args, results: list) -> None:
 
 
 def run(args) -> None:
-    task, results = predict_from_server(args) if args.server else predict_locally(args)
-    print_results(task, args, results)
+    if args.input is None:
+        if args.output:
+            raise ValueError("--output goes with --input (a file of examples, or - for stdin).")
+        predictor = make_predictor(args)
+        task, results = predict_with(predictor, args)
+        print_results(task, args, results)
+        return
+    if args.texts or args.pair or args.question or args.context or args.json:
+        raise ValueError("--input reads the examples (and writes JSON lines): give no texts, --pair, --question, "
+                         "--context or --json with it.")
+    if args.batch_size < 1:
+        raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}.")
+    name = "<stdin>" if args.input == "-" else args.input
+    with contextlib.ExitStack() as files:
+        source = sys.stdin if args.input == "-" else files.enter_context(open(args.input, encoding="utf-8"))
+        output = files.enter_context(open(args.output, "w", encoding="utf-8")) if args.output else sys.stdout
+        predict_lines(make_predictor(args), source, name, output, args.batch_size, args.input_format)

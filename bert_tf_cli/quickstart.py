@@ -4,7 +4,8 @@
 3. fine-tune a classifier with `model.fit` and evaluate it;  4. export a SavedModel, serve it
 on 127.0.0.1 with the TF-Serving-compatible server and ask it over gRPC with raw text;
 5. convert to TFLite with the tokenizer inside, run it, and compare with the SavedModel;
-6. print a summary. `--corpus`, `--train` and `--dev` take the user's own files instead.
+6. print a summary, and the commands that predict with, export and serve the classifier.
+`--corpus`, `--train` and `--dev` take the user's own files instead.
 
 The demo data (bert_tf_cli/demo_data) was written for this project: help-centre articles and
 customer messages labelled hardware / software / billing.
@@ -13,6 +14,7 @@ customer messages labelled hardware / software / billing.
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import shutil
 import time
 from pathlib import Path
@@ -87,7 +89,7 @@ def pretrain(config: QuickstartConfig, out: Path, state: dict) -> str:
     settings = PretrainingConfig(
         output_dir=str(out / "pretrain"), model="tiny", train_files=list(config.corpus),
         vocab_file=state["vocab_file"], seq_length=config.seq_length, max_predictions_per_seq=10,
-        global_batch_size=16, num_train_steps=config.pretrain_steps, num_warmup_steps=config.pretrain_steps // 10,
+        global_batch_size=16, num_train_steps=config.pretrain_steps,
         learning_rate=1e-3, checkpoint_every=max(config.pretrain_steps // 3, 1), log_every=10,
     )
     result = run_pretraining(settings, pretraining_dataset_fn(settings), max_seconds=config.pretrain_seconds)
@@ -97,7 +99,7 @@ def pretrain(config: QuickstartConfig, out: Path, state: dict) -> str:
 
 
 def finetune(config: QuickstartConfig, out: Path, state: dict) -> str:
-    from bert_tf.finetuning import FinetuneConfig
+    from pipelines.finetune_config import FinetuneConfig
     from pipelines.finetune import finetune as run_finetune
 
     result = run_finetune(FinetuneConfig(
@@ -175,7 +177,29 @@ def run_quickstart(config: QuickstartConfig) -> list[StageResult]:
     print(summary_table(results))
     print(f"\nArtefacts in {out.resolve()}: vocab.txt, pretrain/ (checkpoints, TensorBoard logs, model/), "
           "classifier/, serving/demo/<version>/ (SavedModel), classifier.tflite")
+    if "classifier" in state:
+        print(f"\nNext steps:\n{next_steps(config, Path(state['classifier']))}")
     return results
+
+
+def next_steps(config: QuickstartConfig, classifier: Path) -> str:
+    """Commands that use the fine-tuned `classifier` directory: predict, export, serve, predict through the server.
+
+    Example:
+        >>> print(next_steps(QuickstartConfig(examples=("It crashes.",)), Path("out/classifier")))  # doctest: +ELLIPSIS
+          bert-tf predict --model out/classifier 'It crashes.'
+          bert-tf export --model out/classifier --out out/serving --name demo
+        ...
+    """
+    serving = classifier.parent / "serving"
+    example = shlex.quote(config.examples[0])
+    commands = (
+        f"bert-tf predict --model {shlex.quote(str(classifier))} {example}",
+        f"bert-tf export --model {shlex.quote(str(classifier))} --out {shlex.quote(str(serving))} --name demo",
+        f"bert-tf serve --model_name demo --model_base_path {shlex.quote(str(serving / 'demo'))}",
+        f"bert-tf predict --server 127.0.0.1:8500 --model demo {example}   # in another terminal",
+    )
+    return "\n".join(f"  {command}" for command in commands)
 
 
 def summary_table(results: list[StageResult]) -> str:

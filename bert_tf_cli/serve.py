@@ -7,8 +7,11 @@ def register(commands) -> None:
     parser = commands.add_parser(
         "serve", help="serve a SavedModel over TF Serving's gRPC and REST APIs (development server)",
         description="Serve BASE/NAME/<version>/ SavedModels with TF Serving's gRPC PredictionService and "
-                    "ModelService and its REST API, picking up new versions without restart. For development "
-                    "and tests: production should use the official TensorFlow Serving.")
+                    "ModelService and its REST API: one model (--model_name, --model_base_path) or those of a "
+                    "model config file (--model_config_file: several models, version policies, labels). Versions "
+                    "are managed as TF Serving does: new ones picked up without restart, deleted ones unloaded, "
+                    "failed loads retried. For development and tests: production should use the official "
+                    "TensorFlow Serving, which takes the same flags and config file.")
     add_arguments(parser)
     parser.set_defaults(run=run)
 

@@ -6,6 +6,8 @@ Files are read by their suffix:
   A byte-order mark (MRPC) is dropped.
 - `.csv`: comma-separated with a header row and standard CSV quoting.
 - `.jsonl` (or `.json`, `.ndjson`): one JSON object per line.
+All are UTF-8 (otherwise an error names the line and byte); a field may be as long as the file
+(csv's own limit is 128 KiB).
 
 Columns are chosen by name. Without names, the first match among GLUE's and common
 layouts is used: `#1 String`/`#2 String`/`Quality` (MRPC), `sentence1`/`sentence2`/`label`
@@ -18,7 +20,8 @@ Example:
     >>> examples = read_classification_file("glue/MRPC/dev.tsv")  # doctest: +SKIP
     >>> examples.columns, examples.texts[0][:30], examples.labels[0]  # doctest: +SKIP
     (('#1 String', '#2 String', 'Quality'), "He said the foodservice pie bu", '1')
-    >>> features = TextPacker(tokenizer, seq_length=128, text_pair=True)(examples.texts, examples.text_pairs)  # doctest: +SKIP
+    >>> spec = TaskSpec(task="classify", seq_length=128, text_pair=True)  # doctest: +SKIP
+    >>> features = TextPacker(tokenizer, spec)(examples.texts, examples.text_pairs)  # doctest: +SKIP
     >>> features["input_word_ids"].row_lengths()[:3]  # doctest: +SKIP
     <tf.Tensor: shape=(3,), dtype=int64, numpy=array([30, 29, 24])>
 """
@@ -33,7 +36,9 @@ from typing import Iterator
 
 import tensorflow as tf
 
-from bert_tf.preprocessor import BertPreprocessor
+from bert_tf.tasks.classification import text_packer
+from bert_tf.tasks.spec import TaskSpec
+from bert_tf.text_files import utf8_lines
 from bert_tf.tokenizer import BertTokenizer
 
 # (text, text pair, label) column names, in the order they are tried.
@@ -48,6 +53,7 @@ KNOWN_COLUMNS = (
 )
 FORMATS = {".tsv": "tsv", ".tab": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
 TOKENIZE_BATCH = 1024  # texts tokenized per graph call
+MAX_FIELD_CHARACTERS = 2**31 - 1  # the most csv's field limit (a C long) takes everywhere
 
 
 @dataclasses.dataclass
@@ -80,8 +86,11 @@ def file_format(path: str | Path) -> str:
 
 
 def _delimited_rows(path: Path, delimiter: str, quoting: int) -> Iterator[tuple[int, dict]]:
-    with open(path, newline="", encoding="utf-8-sig") as handle:
-        reader = csv.reader(handle, delimiter=delimiter, quoting=quoting)
+    # A field may be as long as the file: csv refuses fields over 128 KiB unless its (process-wide) limit is
+    # raised. The limit only grows, so that readers of other files are not cut short.
+    csv.field_size_limit(max(csv.field_size_limit(), min(path.stat().st_size, MAX_FIELD_CHARACTERS)))
+    reader = csv.reader(utf8_lines(path, newline=""), delimiter=delimiter, quoting=quoting)
+    try:
         header = next(reader, None)
         if header is None:
             raise ValueError(f"{path}: the file is empty (expected a header row and examples).")
@@ -95,24 +104,25 @@ def _delimited_rows(path: Path, delimiter: str, quoting: int) -> Iterator[tuple[
                     f"({header})."
                 )
             yield reader.line_num, dict(zip(header, row))
+    except csv.Error as error:
+        raise ValueError(f"{path}, line {reader.line_num}: {error}.") from None
 
 
 def _json_rows(path: Path) -> Iterator[tuple[int, dict]]:
-    with open(path, encoding="utf-8-sig") as handle:
-        header_sent = False
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}, line {line_number}: not a JSON object ({error.msg}).") from None
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}, line {line_number}: expected a JSON object, got {type(row).__name__}.")
-            if not header_sent:
-                yield 0, list(row)
-                header_sent = True
-            yield line_number, row
+    header_sent = False
+    for line_number, line in enumerate(utf8_lines(path), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}, line {line_number}: not a JSON object ({error.msg}).") from None
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}, line {line_number}: expected a JSON object, got {type(row).__name__}.")
+        if not header_sent:
+            yield 0, list(row)
+            header_sent = True
+        yield line_number, row
     if not header_sent:
         raise ValueError(f"{path}: the file is empty (expected one JSON object per line).")
 
@@ -209,22 +219,22 @@ def read_classification_file(
 class TextPacker:
     """Texts (or text pairs) → model inputs, unpadded: {name: int32 RaggedTensor [examples, (length)]}.
 
-    Tokenization runs in the TensorFlow graph: `BertPreprocessor` in a `tf.function`
-    (traced once per packer), `TOKENIZE_BATCH` texts per call. Pairs are cut to
-    `seq_length` by the task's `truncation` (`bert_tf.TaskSpec`; by default `longest_first`, as BERT
-    does: the longer text loses a token until both fit), as every export of the model does. The tokens are made once per file and fed to `tf.data` from memory
+    Tokenization runs in the TensorFlow graph: the task's packer
+    (`bert_tf.tasks.classification.text_packer`, which every export of the model uses too:
+    texts cut to `max_text_bytes`, pairs by the task's `truncation`) in a `tf.function` (traced once per packer),
+    `TOKENIZE_BATCH` texts per call. The tokens are made once per file and fed to `tf.data` from memory
     (`pipelines.bucketing.rows_dataset`): building the tokenizer into a `tf.data` map
     instead costs seconds of graph set-up for every dataset (every file, every prediction
     call), and the examples are the same every epoch.
     """
 
-    def __init__(self, tokenizer: BertTokenizer, seq_length: int, text_pair: bool, truncation: str = "longest_first"):
-        preprocessor = BertPreprocessor(tokenizer, seq_length, truncation=truncation, padding="longest")
-        self.text_pair = text_pair
+    def __init__(self, tokenizer: BertTokenizer, spec: TaskSpec):
+        packer = text_packer(tokenizer, spec)
+        text_pair = self.text_pair = spec.text_pair
 
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string)] * (2 if text_pair else 1))
         def pack(*segments):
-            features = preprocessor(segments if text_pair else segments[0])
+            features = packer(segments)
             lengths = tf.reduce_sum(features["input_mask"], axis=1)
             return {name: tf.RaggedTensor.from_tensor(value, lengths=lengths) for name, value in features.items()}
 

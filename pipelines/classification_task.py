@@ -76,7 +76,7 @@ class ClassificationTask(FinetuneTask):
         labels = None if examples.labels is None else self._encode(examples)
         pairs = examples.text_pairs if self.text_pair else None
         if self._packer is None:
-            self._packer = TextPacker(self.tokenizer, self.seq_length, self.text_pair, self.spec.truncation)
+            self._packer = TextPacker(self.tokenizer, self.spec)
         return ClassificationData(examples, labels, self._packer(examples.texts, pairs))
 
     def _encode(self, examples: ClassificationExamples) -> np.ndarray:
@@ -147,6 +147,15 @@ class ClassificationTask(FinetuneTask):
         probabilities = exp / exp.sum(axis=1, keepdims=True)
         return [{"label": self.label_names[int(row.argmax())], "probability": float(row.max()),
                  "probabilities": dict(zip(self.label_names, row.tolist()))} for row in probabilities]
+
+    def only_prediction(self, model, data: ClassificationData, batch_size: int) -> str | None:
+        logits = np.stack(self.outputs(model, data, batch_size))
+        predicted = self._chosen(logits) if self.spec.multi_label else logits.argmax(axis=1)
+        if len(np.unique(predicted, axis=0)) > 1 or len(np.unique(data.labels, axis=0)) < 2:
+            return None
+        if self.spec.multi_label:
+            return str([name for name, chosen in zip(self.label_names, predicted[0]) if chosen])
+        return repr(self.label_names[predicted[0]])
 
     def _chosen(self, logits: np.ndarray) -> np.ndarray:
         """Multi-label: which classes are predicted (sigmoid at least the spec's threshold)."""

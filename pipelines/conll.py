@@ -27,6 +27,8 @@ import dataclasses
 from pathlib import Path
 from typing import Sequence
 
+from bert_tf.text_files import utf8_lines
+
 DOCSTART = "-DOCSTART-"
 
 
@@ -68,24 +70,23 @@ def read_conll(path: str | Path, need_tags: bool = True) -> list[Sentence]:
             sentences.append(Sentence(list(words), list(tags) if tags else None, lines[0], list(lines)))
         words.clear(), tags.clear(), lines.clear()
 
-    with open(path, encoding="utf-8-sig") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            columns = line.split()
-            if not columns:
-                close_sentence()
-                continue
-            if columns[0] == DOCSTART:
-                close_sentence()
-                continue
-            if len(columns) == 1 and need_tags:
-                raise ValueError(
-                    f"{path}, line {line_number}: expected 'word ... tag' (whitespace-separated columns), "
-                    f"got {line.rstrip()!r}."
-                )
-            if len(columns) > 1:
-                tags.append(_check_tag(columns[-1], path, line_number))
-            words.append(columns[0])
-            lines.append(line_number)
+    for line_number, line in enumerate(utf8_lines(path), start=1):
+        columns = line.split()
+        if not columns:
+            close_sentence()
+            continue
+        if columns[0] == DOCSTART:
+            close_sentence()
+            continue
+        if len(columns) == 1 and need_tags:
+            raise ValueError(
+                f"{path}, line {line_number}: expected 'word ... tag' (whitespace-separated columns), "
+                f"got {line.rstrip()!r}."
+            )
+        if len(columns) > 1:
+            tags.append(_check_tag(columns[-1], path, line_number))
+        words.append(columns[0])
+        lines.append(line_number)
     close_sentence()
     if not sentences:
         raise ValueError(f"{path}: no sentences (the file is empty or holds only -DOCSTART- lines).")

@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import logging
 import shutil
 import sys
 import tempfile
@@ -34,7 +35,7 @@ import numpy as np
 import bert_tf
 from bert_tf.checkpoints import check_vocabulary_fits
 from bert_tf.checkpoints.pretrained import presets_home
-from bert_tf.finetuning import FinetuneConfig
+from pipelines.finetune_config import FinetuneConfig
 from bert_tf.optimization import create_optimizer
 from bert_tf.tokenizer import BertTokenizer
 from bert_tf.vocabulary import read_vocab_file, resolve_lower_case
@@ -42,6 +43,8 @@ from bert_tf.vocabulary import read_vocab_file, resolve_lower_case
 CASING_FLAGS = ("--cased (lower_case=False)", "--uncased (lower_case=True)")  # how casing errors name them
 from pipelines.finetune_task import FinetuneTask
 from pipelines.tasks import task_from_config, task_from_directory
+
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
@@ -160,6 +163,8 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
                 model.load_weights(checkpoints / "best.weights.h5")
             metrics = dev_scores.epoch_scores[best_epoch]
             best_epoch += 1
+        checked, checked_name = (dev, "dev") if dev is not None else (train, "training")
+        _warn_if_collapsed(task, model, checked, checked_name, config)
         epochs_run = len(history.history.get("loss", []))
         bert_tf.save_pretrained(
             model, out, vocab_file=vocab_file, lower_case=tokenizer.lower_case,
@@ -173,6 +178,15 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
     return FinetuneResult(out, metrics, best_epoch, epochs_run,
                           {name: [float(v) for v in values] for name, values in history.history.items()},
                           len(train_examples), steps, train_seconds)
+
+
+def _warn_if_collapsed(task: FinetuneTask, model, data, name: str, config: FinetuneConfig) -> None:
+    """Warns when the model predicts one class for every example of `data` (small models at too low a rate)."""
+    prediction = task.only_prediction(model, data, config.batch_size)
+    if prediction is not None:
+        logger.warning("The model predicts %s for every %s example, though their labels differ: training collapsed to "
+                       "one class. Small models need a higher learning rate (--learning-rate; this run: %g), e.g. "
+                       "1e-4 to 5e-4 for tiny and mini.", prediction, name, config.learning_rate)
 
 
 def _fit(model, batches, config: FinetuneConfig, class_weight, dev_scores: DevScores | None, best_weights: Path,

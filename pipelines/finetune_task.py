@@ -22,8 +22,8 @@ import abc
 import keras
 import tensorflow as tf
 
-from bert_tf.finetuning import FinetuneConfig
-from bert_tf.task_spec import TaskSpec
+from pipelines.finetune_config import FinetuneConfig
+from bert_tf.tasks.spec import TaskSpec
 from bert_tf.tokenizer import BertTokenizer
 from pipelines.bucketing import batch_examples
 from pipelines.model_outputs import predict_examples
@@ -83,6 +83,11 @@ class FinetuneTask(abc.ABC):
     @abc.abstractmethod
     def predictions(self, data, outputs: list) -> list:
         """Plain Python predictions, one per example."""
+
+    def only_prediction(self, model: keras.Model, data, batch_size: int) -> str | None:
+        """The one prediction `model` makes for every example of `data` though their labels differ (training
+        collapsed to one class), as text; else None. Tasks without classes return None without predicting."""
+        return None
 
     # ----- shared ------------------------------------------------------------------------
 

@@ -16,7 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 
+import tensorflow as tf
+
 from bert_tf.metrics import ner_scores
+from bert_tf.tasks.ner import split_words
+from bert_tf.tasks.text_budget import cut_text
 from bert_tf.token_classifier import BertTokenClassifier
 from bert_tf.word_alignment import IGNORE_LABEL
 from pipelines.conll import Sentence, read_conll, to_bio
@@ -95,8 +99,11 @@ class NerTask(FinetuneTask):
                 for sentence, tags in zip(data.sentences, self._predicted_tags(data, outputs))]
 
     def examples_from_texts(self, texts) -> NerExamples:
-        """Sentences to tag from strings, split into words at whitespace."""
-        sentences = [Sentence(text.split(), None, line) for line, text in enumerate(texts, start=1)]
+        """Sentences to tag from strings: each cut to `max_text_bytes`, split into words at whitespace
+        (`bert_tf.tasks.ner.split_words`, as the SavedModel splits them)."""
+        words = split_words(cut_text(tf.constant(list(texts), tf.string), self.spec.max_text_bytes)).to_list()
+        sentences = [Sentence([word.decode("utf-8") for word in sentence], None, line)
+                     for line, sentence in enumerate(words, start=1)]
         empty = [sentence.line for sentence in sentences if not sentence.words]
         if empty:
             raise ValueError(f"Text {empty[0]} has no words to tag.")

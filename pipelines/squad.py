@@ -19,6 +19,8 @@ import dataclasses
 import json
 from pathlib import Path
 
+from bert_tf.text_files import not_utf8_error
+
 
 @dataclasses.dataclass(frozen=True)
 class Answer:
@@ -70,7 +72,10 @@ def read_squad(path: str | Path, need_answers: bool = True) -> list[SquadExample
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"Data file not found: {path}")
-    text = path.read_text(encoding="utf-8-sig")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise not_utf8_error(path) from None
     if not text.strip():
         raise ValueError(f"{path}: the file is empty (expected SQuAD JSON).")
     try:

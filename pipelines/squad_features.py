@@ -1,6 +1,6 @@
 """SQuAD features: question + context windows as BERT sequence pairs, answers as token positions.
 
-The windows are `bert_tf.squad_windows.squad_windows`'s, the same the SavedModel makes:
+The windows are `bert_tf.tasks.squad.squad_windows`'s, the same the SavedModel makes:
 each sequence is `[CLS] question [SEP] context window [SEP]` (type ids 0, then 1 from the
 window on); the question keeps its first `max_query_length` tokens; a context too long for
 the rest of `seq_length` is split into overlapping windows whose starts are `doc_stride`
@@ -33,7 +33,9 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.squad_windows import WindowLayout, squad_windows
+from bert_tf.tasks.spec import TaskSpec
+from bert_tf.tasks.squad import WindowLayout, squad_windows
+from bert_tf.tasks.text_budget import cut_text
 from bert_tf.tokenizer import BertTokenizer
 from pipelines.bucketing import rows_dataset
 from pipelines.squad import Answer, SquadExample
@@ -73,7 +75,7 @@ class SquadFeatures:
     input_word_ids: list[np.ndarray]  # per window, int32 [length]
     input_type_ids: list[np.ndarray]
     windows: list[Window]
-    layout: WindowLayout  # the windows as arrays, for `bert_tf.squad_windows.best_answers`
+    layout: WindowLayout  # the windows as arrays, for `bert_tf.tasks.squad.best_answers`
     contexts: list[ContextTokens]  # per example
     start_positions: np.ndarray | None  # per window: answer start/end positions (0: no answer here)
     end_positions: np.ndarray | None
@@ -97,11 +99,11 @@ class SquadFeatures:
         return rows_dataset((features, labels))
 
 
-def _tokenize(texts: Sequence[str], tokenizer: BertTokenizer, with_offsets: bool):
-    """Token ids (and character offsets) of each text, tokenized in batches in the graph."""
+def _tokenize(texts: Sequence[str], tokenizer: BertTokenizer, with_offsets: bool, max_text_bytes: int):
+    """Token ids (and character offsets) of each text cut to `max_text_bytes`, tokenized in batches in the graph."""
     results = []
     for start in range(0, len(texts), TEXTS_PER_CALL):
-        batch = tf.constant(list(texts[start:start + TEXTS_PER_CALL]), tf.string)
+        batch = cut_text(tf.constant(list(texts[start:start + TEXTS_PER_CALL]), tf.string), max_text_bytes)
         if with_offsets:
             ids, starts, ends = tokenizer.tokenize_with_offsets(batch, unit="UTF8_CHAR")
             results.extend(ContextTokens(np.array(i, np.int32), np.array(s, np.int64), np.array(e, np.int64))
@@ -111,10 +113,11 @@ def _tokenize(texts: Sequence[str], tokenizer: BertTokenizer, with_offsets: bool
     return results
 
 
-def tokenize_contexts(contexts: Sequence[str], tokenizer: BertTokenizer) -> list[ContextTokens]:
+def tokenize_contexts(contexts: Sequence[str], tokenizer: BertTokenizer,
+                      max_text_bytes: int = TaskSpec.max_text_bytes) -> list[ContextTokens]:
     """Each context's tokens with character offsets (each distinct context is tokenized once)."""
     unique = list(dict.fromkeys(contexts))
-    tokens = dict(zip(unique, _tokenize(unique, tokenizer, with_offsets=True)))
+    tokens = dict(zip(unique, _tokenize(unique, tokenizer, with_offsets=True, max_text_bytes=max_text_bytes)))
     return [tokens[context] for context in contexts]
 
 
@@ -139,10 +142,13 @@ def squad_features(
     max_query_length: int,
     doc_stride: int,
     with_labels: bool,
+    max_text_bytes: int = TaskSpec.max_text_bytes,
 ) -> SquadFeatures:
-    """The windows of every question; with labels, the first answer's positions in each window."""
-    contexts = tokenize_contexts([example.context for example in examples], tokenizer)
-    questions = _tokenize([example.question for example in examples], tokenizer, with_offsets=False)
+    """The windows of every question (its text and context cut to `max_text_bytes` first); with labels,
+    the first answer's positions in each window."""
+    contexts = tokenize_contexts([example.context for example in examples], tokenizer, max_text_bytes)
+    questions = _tokenize([example.question for example in examples], tokenizer, with_offsets=False,
+                          max_text_bytes=max_text_bytes)
     windows = squad_windows(_ragged(questions), _ragged([context.ids for context in contexts]), seq_length,
                             max_query_length, doc_stride, tokenizer.vocabulary)
     layout = WindowLayout(*(value.numpy() for value in windows.layout))

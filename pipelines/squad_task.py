@@ -48,7 +48,7 @@ class SquadTask(FinetuneTask):
 
     def prepare(self, examples: list[SquadExample], training: bool) -> SquadData:
         features = squad_features(examples, self.tokenizer, self.seq_length, self.spec.max_query_length,
-                                  self.spec.doc_stride, with_labels=training)
+                                  self.spec.doc_stride, with_labels=training, max_text_bytes=self.spec.max_text_bytes)
         return SquadData(examples, features)
 
     def dataset(self, data: SquadData):

@@ -9,8 +9,8 @@ Example:
 from __future__ import annotations
 
 from bert_tf.checkpoints import ModelDirectory
-from bert_tf.finetuning import FinetuneConfig
-from bert_tf.task_spec import TaskSpec
+from pipelines.finetune_config import FinetuneConfig
+from bert_tf.tasks.spec import TaskSpec
 from bert_tf.tokenizer import BertTokenizer
 from pipelines.classification_task import ClassificationTask
 from pipelines.finetune_task import FinetuneTask

@@ -12,6 +12,8 @@ line stays fast):
     tflite_export      `export_tflite`: the same as a `.tflite` file (ids or raw text in, quantization)
     tflite_runner      `TfliteModel`: runs such a file (tensorflow-text's TFLite kernels registered)
     server             `ModelServer` and the `serve` command (flags of `tensorflow_model_server`)
+    model_config       `read_model_config_file`: `--model_config_file` (models, version policies, labels)
+    model_manager      `ModelManager`: the versions served, loaded, retried and unloaded as TF Serving does
     grpc_client        `GrpcClient`: Predict, Classify, metadata and status over gRPC
     rest_client        `RestClient`: predict, classify, metadata and status over REST
     server_prediction  `ServerPredictor`: `bert-tf predict --server`'s results from a served export

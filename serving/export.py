@@ -8,19 +8,22 @@ Signatures (inputs and outputs per task: see `serving.signatures`):
 - `serving_default`: raw text in (`text`, `text_b` for pair tasks; `question`, `context`
   for squad; string [batch], UTF-8), the task's outputs out (plus word tags for ner and
   the answer text for squad: `serving.text_tasks`). Tokenization runs in the graph
-  (bert_tf's exact BERT tokenizer, the model's vocabulary and casing, truncation to
-  `seq_length`). Bytes that are not UTF-8 are dropped, an empty string is just
-  `[CLS] [SEP]`.
+  (bert_tf's exact BERT tokenizer, the model's vocabulary and casing, each text first cut
+  to `max_text_bytes` UTF-8 bytes so that a request's cost is bounded, then to
+  `seq_length` tokens or windows). Bytes that are not UTF-8 are dropped, an empty string
+  is just `[CLS] [SEP]`.
 - `serve_ids`: `input_word_ids`, `input_mask`, `input_type_ids` (int32 [batch,
   seq_length]) in, the same outputs; no text ops run.
 - `preprocess`: the text inputs → the three id tensors that `serve_ids` takes ([batch,
   seq_length]; for ner and squad, whose long inputs take several windows, [batch, windows,
   seq_length]: reshape to [-1, seq_length] and drop the all-zero rows of missing windows).
 - `model_info`: `request` (string [batch], values ignored: send `[""]`) → the recorded
-  settings, one row per request: `task` (string), `seq_length` (int32), `lower_case`
+  settings, one row per request: `task` (string), `seq_length` (int32), `max_text_bytes`
+  (int32: each text is cut to this many UTF-8 bytes before tokenizing), `lower_case`
   (bool), `vocab_size` (int32), `vocab_file` (string: the vocabulary asset's path where
   the model is loaded), for classify/ner `label_names` [k], and for classify
-  `classifier_mode` ("single_label", "multi_label" or "regression"). (An input, and
+  `classifier_mode` ("single_label", "multi_label" or "regression"), for multi-label classifiers
+  `multi_label_threshold` (float32). (An input, and
   batch-major outputs, because TF Serving's batching refuses signatures without.)
 With `ids_only=True` there are no text signatures: `serving_default` is `serve_ids`, and
 the SavedModel holds no tensorflow-text op, for TF Serving builds without them ("Op type
@@ -60,11 +63,13 @@ def export_saved_model(
     version: int | None = None,
     ids_only: bool = False,
     seq_length: int | None = None,
+    max_text_bytes: int | None = None,
 ) -> Path:
     """Exports the model directory `model_dir` as `base_path/name/<version>/`; returns that path.
 
     `version` None: the highest version there + 1 (1 for a new model). `seq_length`
-    None: the directory's `seq_length` metadata, else 128. Raises FileExistsError if the
+    None: the directory's task's (`TaskSpec`); so is `max_text_bytes`, the UTF-8 bytes of each
+    text kept before tokenizing (the bound on a request's cost). Raises FileExistsError if the
     version exists, ValueError/FileNotFoundError for a directory that cannot be exported.
     """
     if not name or name != Path(name).name or name.startswith("."):
@@ -76,7 +81,7 @@ def export_saved_model(
     final = model_path / str(version)
     if final.exists():
         raise FileExistsError(f"{final} exists already; pick another --version (or leave it out for the next one).")
-    spec = serving_spec(load_model_directory(model_dir), seq_length)
+    spec = serving_spec(load_model_directory(model_dir), seq_length, max_text_bytes)
     module, signatures = build_serving_module(spec, ids_only)
     model_path.mkdir(parents=True, exist_ok=True)
     staging = model_path / f".export-{version}-{os.getpid()}"
@@ -109,7 +114,9 @@ def build_serving_module(spec: ServingSpec, ids_only: bool = False) -> tuple[tf.
     module.do_lower_case = tf.Variable(spec.lower_case, trainable=False, name="do_lower_case")
     module.seq_length = tf.Variable(spec.seq_length, trainable=False, name="seq_length")
 
-    model_info = model_info_function(spec, extra=lambda: {"vocab_file": module.vocab_file.asset_path})
+    model_info = model_info_function(spec, extra=lambda: {
+        "vocab_file": module.vocab_file.asset_path,
+        "max_text_bytes": tf.constant(spec.task_spec.max_text_bytes, tf.int32)})
     signatures = {"serve_ids": serve_ids_function(spec).get_concrete_function(),
                   "model_info": model_info.get_concrete_function()}
     if ids_only:

@@ -3,8 +3,10 @@
 Works with this package's server and with the official TensorFlow Serving. Each call has
 a deadline (`timeout_s`); a call answered UNAVAILABLE (server starting, restarting or
 overloaded) is retried `retries` times with exponential backoff, any other error is
-raised at once as `grpc.RpcError`. A predict or classify request larger than
-`max_batch_size` is sent in chunks and the answers joined (`serving.batching`).
+raised at once as `grpc.RpcError` (`one_line_error` turns one into a message for people).
+A predict or classify request larger than `max_batch_size` is sent in chunks and the
+answers joined (`serving.batching`). `version` is a version number, a version label (a
+str: the server's `version_labels`), or None: the highest version the server serves.
 
 Inputs are numpy arrays, sent with their dtype (the server checks it: int64 ids for an
 int32 input are INVALID_ARGUMENT), or lists, converted as `tf.constant` does (Python
@@ -79,7 +81,7 @@ class GrpcClient:
         self._models = model_service_pb2_grpc.ModelServiceStub(self._channel)
 
     def predict(
-        self, inputs: Mapping[str, Any], version: int | None = None, output_filter: Iterable[str] = ()
+        self, inputs: Mapping[str, Any], version: int | str | None = None, output_filter: Iterable[str] = ()
     ) -> dict[str, np.ndarray]:
         """The signature's outputs (or only those in `output_filter`) for `inputs`, as numpy arrays."""
         arrays = as_arrays(inputs)
@@ -99,7 +101,7 @@ class GrpcClient:
         )
 
     def classify(
-        self, examples: Sequence[Mapping[str, Any] | tf.train.Example], version: int | None = None
+        self, examples: Sequence[Mapping[str, Any] | tf.train.Example], version: int | str | None = None
     ) -> list[list[tuple[str, float]]]:
         """For each example ({feature: value(s)} or a `tf.train.Example`), its (label, score) per class."""
         examples = [item if isinstance(item, tf.train.Example) else make_example(item) for item in examples]
@@ -112,7 +114,7 @@ class GrpcClient:
             results += [[(c.label, c.score) for c in item.classes] for item in response.result.classifications]
         return results
 
-    def metadata(self, version: int | None = None) -> dict[str, dict]:
+    def metadata(self, version: int | str | None = None) -> dict[str, dict]:
         """{signature name: SignatureDef as JSON}, the same form as the REST API's metadata."""
         request = get_model_metadata_pb2.GetModelMetadataRequest(metadata_field=["signature_def"])
         self._fill_spec(request.model_spec, version)
@@ -121,7 +123,7 @@ class GrpcClient:
         response.metadata["signature_def"].Unpack(signature_defs)
         return json_format.MessageToDict(signature_defs, preserving_proto_field_name=True)["signature_def"]
 
-    def status(self, version: int | None = None) -> dict[int, str]:
+    def status(self, version: int | str | None = None) -> dict[int, str]:
         """{version: state}, e.g. {2: "AVAILABLE", 1: "END"}."""
         request = get_model_status_pb2.GetModelStatusRequest()
         self._fill_spec(request.model_spec, version)
@@ -140,15 +142,17 @@ class GrpcClient:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    def _signature(self, version: int | None) -> dict:
+    def _signature(self, version: int | str | None) -> dict:
         signatures = self.metadata(version)
         if self.signature_name not in signatures:
             raise ValueError(f"Model {self.model_name!r} has no signature {self.signature_name!r}: {sorted(signatures)}.")
         return signatures[self.signature_name]
 
-    def _fill_spec(self, spec, version: int | None, with_signature: bool = False) -> None:
+    def _fill_spec(self, spec, version: int | str | None, with_signature: bool = False) -> None:
         spec.name = self.model_name
-        if version is not None:
+        if isinstance(version, str):
+            spec.version_label = version
+        elif version is not None:
             spec.version.value = version
         if with_signature:
             spec.signature_name = self.signature_name
@@ -164,9 +168,30 @@ class GrpcClient:
                     raise
                 delay = self.backoff_s * 2**attempt
                 attempt += 1
-                logger.warning(
+                logger.info(
                     "%s UNAVAILABLE (%s); retry %d of %d in %.2f s.",
                     self.target, error.details(), attempt, self.retries, delay,
                 )
                 time.sleep(delay)
 
+
+def one_line_error(error: grpc.RpcError, target: str, model_name: str) -> Exception:
+    """A failed call as one line naming the server, the model and what to check: ConnectionError
+    (OSError) when no server answered, ValueError when it refused the request."""
+    code, details = error.code(), " ".join((error.details() or "").split())
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return ConnectionError(
+            f"No model server answers at {target} ({details}): check that it is running and that this is its "
+            "gRPC port (--port, 8500 by default; --rest_api_port is the REST one)."
+        )
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return ConnectionError(
+            f"The model server at {target} did not answer in time: check that this is its gRPC port (--port, "
+            "8500 by default) and that it is not overloaded."
+        )
+    if code == grpc.StatusCode.NOT_FOUND:
+        return ValueError(
+            f"Model {model_name!r} not found at {target} ({details}): check the model name, the server's "
+            "--model_name or a name in its --model_config_file."
+        )
+    return ValueError(f"The model server at {target} refused a request for model {model_name!r}: {code.name}: {details}")

@@ -6,7 +6,8 @@ dtypes, which the client reads once per version from the model's metadata and ke
 (make a new client after changing a model's signatures). A request larger than
 `max_batch_size` is sent in chunks (`serving.batching`). A failed request raises
 `RestError` (HTTP status and the server's message); there are no retries. Proxy settings
-in the environment are ignored: the server is reached directly.
+in the environment are ignored: the server is reached directly. `version` is a version
+number, a version label (a str), or None: the highest version the server serves.
 
 Example:
     >>> client = RestClient("http://127.0.0.1:8501", model_name="demo")  # doctest: +SKIP
@@ -57,10 +58,10 @@ class RestClient:
         self.timeout_s = timeout_s
         self.max_batch_size = max_batch_size
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        self._signatures: dict[int | None, dict] = {}
+        self._signatures: dict[int | str | None, dict] = {}
 
     def predict(
-        self, inputs: Mapping[str, Any], version: int | None = None, row_format: bool = False
+        self, inputs: Mapping[str, Any], version: int | str | None = None, row_format: bool = False
     ) -> dict[str, np.ndarray]:
         """The signature's outputs for `inputs`, sent in the columnar ("inputs") or row ("instances") format."""
         arrays = as_arrays(inputs)
@@ -75,7 +76,7 @@ class RestClient:
 
         return predict_in_batches(predict_once, arrays, self.max_batch_size, lambda: batch_major_outputs(signature))
 
-    def classify(self, examples: Sequence[Mapping[str, Any]], version: int | None = None) -> list[list[tuple[str, float]]]:
+    def classify(self, examples: Sequence[Mapping[str, Any]], version: int | str | None = None) -> list[list[tuple[str, float]]]:
         """For each example ({feature: value(s)}), its (label, score) per class."""
         results = []
         for chunk in chunks(examples, self.max_batch_size):  # no examples: one empty request, which the server refuses
@@ -84,15 +85,15 @@ class RestClient:
             results += [[(label, score) for label, score in classes] for classes in answer["results"]]
         return results
 
-    def metadata(self, version: int | None = None) -> dict[str, dict]:
+    def metadata(self, version: int | str | None = None) -> dict[str, dict]:
         """{signature name: SignatureDef as JSON}."""
         return self._request(self._url(version, "/metadata"))["metadata"]["signature_def"]["signature_def"]
 
-    def status(self, version: int | None = None) -> dict[int, str]:
+    def status(self, version: int | str | None = None) -> dict[int, str]:
         """{version: state}, e.g. {2: "AVAILABLE", 1: "END"}."""
         return {int(entry["version"]): entry["state"] for entry in self._request(self._url(version))["model_version_status"]}
 
-    def _signature(self, version: int | None) -> dict:
+    def _signature(self, version: int | str | None) -> dict:
         if version not in self._signatures:
             signatures = self.metadata(version)
             if self.signature_name not in signatures:
@@ -102,9 +103,13 @@ class RestClient:
             self._signatures[version] = signatures[self.signature_name]
         return self._signatures[version]
 
-    def _url(self, version: int | None, suffix: str = "") -> str:
+    def _url(self, version: int | str | None, suffix: str = "") -> str:
         url = f"{self.base_url}/v1/models/{urllib.parse.quote(self.model_name, safe='')}"
-        return url + (f"/versions/{version}" if version is not None else "") + suffix
+        if isinstance(version, str):
+            url += f"/labels/{urllib.parse.quote(version, safe='')}"
+        elif version is not None:
+            url += f"/versions/{version}"
+        return url + suffix
 
     def _request(self, url: str, body: dict | None = None) -> dict:
         """GET `url`, or POST `body` as JSON to it; the JSON answer, or RestError."""

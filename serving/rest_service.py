@@ -1,18 +1,29 @@
-"""The REST front end: TensorFlow Serving's REST API on the standard library's HTTP server.
+"""The REST front end: TensorFlow Serving's REST API, on an event loop and a pool of workers.
 
-Routes (NAME: the model; `/versions/N` may be left out, meaning the latest version):
-    POST /v1/models/NAME[/versions/N]:predict    row ("instances") or columnar ("inputs") format
-    POST /v1/models/NAME[/versions/N]:classify   examples, as in `serving.classification`
-    GET  /v1/models/NAME[/versions/N]            the model's status
-    GET  /v1/models/NAME[/versions/N]/metadata   its `signature_def` metadata
+Routes (NAME: the model; `/versions/N` or `/labels/LABEL` may be left out, meaning the highest version served):
+    POST /v1/models/NAME[/versions/N|/labels/LABEL]:predict    row ("instances") or columnar ("inputs") format
+    POST /v1/models/NAME[/versions/N|/labels/LABEL]:classify   examples, as in `serving.classification`
+    GET  /v1/models/NAME[/versions/N|/labels/LABEL]            the model's status
+    GET  /v1/models/NAME[/versions/N|/labels/LABEL]/metadata   its `signature_def` metadata
 The JSON formats are in `serving.rest_json`. A failure is answered `{"error": message}`
 with TensorFlow Serving's HTTP status for its gRPC code (400, 404, 501 for `:regress`, ...).
-Each connection gets a thread (`ThreadingHTTPServer`).
+
+Connections (TensorFlow Serving's flags in brackets):
+- One thread accepts connections (listen backlog `BACKLOG`) and watches the idle ones,
+  kept alive between requests, so an idle connection holds no worker; `num_threads`
+  workers [`--rest_api_num_threads`] read and answer the requests. At most
+  `MAX_CONNECTIONS` are open; more wait in the backlog. (The standard library's
+  `ThreadingHTTPServer` has a backlog of 5, a thread per connection and no limit on them.)
+- A connection that sends nothing for `timeout_s` seconds [`--rest_api_timeout_in_ms`]
+  while a request is being read, or stays idle that long between requests, is closed.
+- The body is checked from its Content-Length before it is read: missing on a POST (or
+  chunked) is 411, negative or not a number is 400, over `max_body_bytes` is 413
+  [no TensorFlow Serving flag: `--rest_api_max_body_bytes` here]; each closes the connection.
 
 Example:
-    >>> server = RestServer(model, "127.0.0.1", 0)                 # doctest: +SKIP
-    >>> threading.Thread(target=server.serve_forever).start()      # doctest: +SKIP
-    >>> # curl -d '{"instances": ["a fine day"]}' 127.0.0.1:PORT/v1/models/demo:predict
+    >>> server = RestServer(model, "127.0.0.1", 0, 8, 30.0, 2**25).start()  # doctest: +SKIP
+    >>> # curl -d '{"instances": ["a fine day"]}' 127.0.0.1:PORT/v1/models/demo:predict  (PORT: server.port)
+    >>> server.stop()                                            # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -20,11 +31,15 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import queue
 import re
+import selectors
 import socket
+import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler
 
 import grpc
 import tensorflow as tf
@@ -33,10 +48,14 @@ from google.protobuf import json_format
 from serving import rest_json
 from serving.classification import classify
 from serving.errors import ServingError, http_status
-from serving.model_manager import VersionedModel
+from serving.model_manager import ModelManager
+from serving.servable import Servable
 
 logger = logging.getLogger(__name__)
 
+BACKLOG = 1024  # connections the kernel queues before they are accepted (capped by net.core.somaxconn)
+MAX_CONNECTIONS = 512
+REFUSED_BODY_DRAIN_S = 1.0  # after refusing a body, read and drop what the client still sends, so it sees the answer
 _ROUTE = re.compile(
     r"/v1/models/(?P<name>[^/:]+)"
     r"(?:/versions/(?P<version>[0-9]+)|/labels/(?P<label>[^/:]+))?"
@@ -44,38 +63,291 @@ _ROUTE = re.compile(
 )
 
 
-class RestServer(ThreadingHTTPServer):
-    """TensorFlow Serving's REST API for `model` on host:port (0: a free port; see `.server_address`)."""
+class RestServer:
+    """TensorFlow Serving's REST API for `models` on host:port (0: a free port; see `.port`).
 
-    daemon_threads = True  # stopping the server does not wait for idle keep-alive connections
+    `num_threads` workers answer requests; `timeout_s` bounds a stalled or idle connection;
+    bodies over `max_body_bytes` are refused (413). `start()` returns once it listens.
+    """
 
-    def __init__(self, model: VersionedModel, host: str, port: int):
-        self.model = model
-        self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        super().__init__((host, port), _Handler)
+    def __init__(
+        self,
+        models: ModelManager,
+        host: str,
+        port: int,
+        num_threads: int,
+        timeout_s: float,
+        max_body_bytes: int,
+    ):
+        self.models = models
+        self.timeout_s = timeout_s
+        self.max_body_bytes = max_body_bytes
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._listener = socket.create_server((host, port), family=family, backlog=BACKLOG)
+        self._listener.setblocking(False)
+        self.port = self._listener.getsockname()[1]
+        self._workers = ThreadPoolExecutor(num_threads, thread_name_prefix="rest-serving")
+        self._selector = selectors.DefaultSelector()
+        self._wakeup, self._wakeup_signal = socket.socketpair()
+        self._wakeup_signal.setblocking(False)
+        self._handed_back: queue.SimpleQueue[_Connection] = queue.SimpleQueue()
+        self._open: set[_Connection] = set()  # every open connection (the event loop's thread only)
+        self._idle: dict[_Connection, float] = {}  # idle connection -> when it is closed
+        self._busy: set[_Connection] = set()  # connections a worker is answering, guarded by _busy_changed
+        self._busy_changed = threading.Condition()
+        self._accepting = False
+        self._accept_again_at = 0.0  # after an accept() error (e.g. no file descriptor left)
+        self._stopping = threading.Event()
+        self._loop: threading.Thread | None = None
+
+    def start(self) -> "RestServer":
+        self._selector.register(self._wakeup, selectors.EVENT_READ)
+        self._set_accepting(True)
+        self._loop = threading.Thread(target=self._run_loop, name="rest-connections", daemon=True)
+        self._loop.start()
+        return self
+
+    def stop(self, grace_s: float = 1.0) -> None:
+        """Stops accepting, closes idle connections, gives requests in flight `grace_s` seconds, then closes all."""
+        self._stopping.set()
+        if self._loop is not None:
+            with contextlib.suppress(BlockingIOError):  # a full pipe already holds a wake-up
+                self._wakeup_signal.send(b"\0")
+            self._loop.join()
+            self._loop = None
+        with self._busy_changed:
+            self._busy_changed.wait_for(lambda: not self._busy, timeout=grace_s)
+            busy = list(self._busy)
+        for connection in busy + list(self._open):
+            connection.close()
+        self._drain_handed_back()
+        self._workers.shutdown(wait=False)
+        self._listener.close()
+        self._selector.close()
+        self._wakeup.close()
+        self._wakeup_signal.close()
+
+    # ----- the event loop's thread -------------------------------------------------
+
+    def _run_loop(self) -> None:
+        while not self._stopping.is_set():
+            for key, _ in self._selector.select(timeout=1.0):
+                if key.fileobj is self._listener:
+                    self._accept()
+                elif key.fileobj is self._wakeup:
+                    self._wakeup.recv(4096)
+                    self._take_back()
+                else:
+                    self._dispatch(key.data)
+            self._close_expired()
+            self._set_accepting(len(self._open) < MAX_CONNECTIONS and time.monotonic() >= self._accept_again_at)
+
+    def _accept(self) -> None:
+        while len(self._open) < MAX_CONNECTIONS:
+            try:
+                sock, address = self._listener.accept()
+            except BlockingIOError:
+                return
+            except OSError as error:  # e.g. out of file descriptors: the rest wait in the backlog
+                logger.warning("REST: cannot accept a connection (retried in 1 s): %s", error)
+                self._accept_again_at = time.monotonic() + 1.0
+                return
+            try:
+                connection = _Connection(sock, address, self)
+            except OSError:  # reset before it was set up
+                sock.close()
+                continue
+            self._open.add(connection)
+            self._watch(connection)
+
+    def _watch(self, connection: "_Connection") -> None:
+        self._idle[connection] = time.monotonic() + self.timeout_s
+        self._selector.register(connection.sock, selectors.EVENT_READ, connection)
+
+    def _dispatch(self, connection: "_Connection") -> None:
+        self._selector.unregister(connection.sock)
+        del self._idle[connection]
+        with self._busy_changed:
+            self._busy.add(connection)
+        self._workers.submit(self._answer_requests, connection)
+
+    def _take_back(self) -> None:
+        while True:
+            try:
+                connection = self._handed_back.get_nowait()
+            except queue.Empty:
+                return
+            if connection.closed:
+                self._open.discard(connection)
+            else:
+                self._watch(connection)
+
+    def _close_expired(self) -> None:
+        now = time.monotonic()
+        while self._idle:  # in the order they became idle, so in the order of their deadlines
+            connection, deadline = next(iter(self._idle.items()))
+            if deadline > now:
+                return
+            self._selector.unregister(connection.sock)
+            del self._idle[connection]
+            self._open.discard(connection)
+            connection.close()
+
+    def _set_accepting(self, accepting: bool) -> None:
+        if accepting != self._accepting:
+            if accepting:
+                self._selector.register(self._listener, selectors.EVENT_READ)
+            else:
+                self._selector.unregister(self._listener)
+            self._accepting = accepting
+
+    def _drain_handed_back(self) -> None:
+        while True:
+            try:
+                self._handed_back.get_nowait().close()
+            except queue.Empty:
+                return
+
+    # ----- the workers ---------------------------------------------------------------
+
+    def _answer_requests(self, connection: "_Connection") -> None:
+        """Answers the requests waiting on `connection`, then hands it back to the event loop."""
+        try:
+            while connection.answer_one_request() and connection.has_buffered_request():
+                pass
+        except Exception as error:  # a reset connection, or a bug: it costs this connection only
+            logger.debug("REST connection %s closed: %r", connection.address, error)
+            connection.close()
+        if self._stopping.is_set():
+            connection.close()
+        with self._busy_changed:
+            self._busy.discard(connection)
+            self._busy_changed.notify_all()
+        self._handed_back.put(connection)
+        with contextlib.suppress(OSError):  # the event loop has stopped: stop() closes what is left
+            self._wakeup_signal.send(b"\0")
+
+
+class _Connection:
+    """One client connection and its request handler (set up once, for all its requests)."""
+
+    def __init__(self, sock: socket.socket, address, server: RestServer):
+        self.sock, self.address = sock, address
+        self.closed = False
+        self.handler = _Handler(sock, address, server)
+
+    def answer_one_request(self) -> bool:
+        """Reads and answers one request; False (and the connection closed) if it is to be closed."""
+        self.handler.close_connection = True  # unless the request keeps it open
+        self.handler.refused_body = False
+        self.handler.handle_one_request()
+        if self.handler.close_connection:
+            self.close(drain_s=REFUSED_BODY_DRAIN_S if self.handler.refused_body else 0.0)
+        return not self.closed
+
+    def has_buffered_request(self) -> bool:
+        """Whether the next request (or part of it) has arrived already; never waits."""
+        self.sock.setblocking(False)
+        try:
+            return bool(self.handler.rfile.peek(1))
+        finally:
+            self.sock.settimeout(self.handler.timeout)
+
+    def close(self, drain_s: float = 0.0) -> None:
+        """Closes the connection; with `drain_s`, first reads and drops input for up to that long.
+
+        Closing with unread input resets the connection, and a client still sending a refused
+        body would lose the answer; draining lets it read the answer first.
+        """
+        if self.closed:
+            return
+        self.closed = True
+        with contextlib.suppress(OSError):  # the client may be gone already
+            self.sock.shutdown(socket.SHUT_WR if drain_s else socket.SHUT_RDWR)
+            deadline = time.monotonic() + drain_s
+            while (left := deadline - time.monotonic()) > 0:
+                self.sock.settimeout(left)
+                if not self.sock.recv(65536):
+                    break
+        self.handler.rfile.close()
+        self.sock.close()
+
+
+class _BadBody(Exception):
+    """A request body refused from its headers: an HTTP status (400, 411, 413) and a message."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
 
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "bert-tf-serving"
-    timeout = 60  # seconds a stalled connection may hold its thread
+    disable_nagle_algorithm = True  # headers and body are two writes: do not hold the second one back
+    refused_body = False  # set when the request's body was refused unread (see `_Connection.close`)
+
+    def __init__(self, sock: socket.socket, address, server: RestServer):
+        # socketserver's handlers answer a whole connection in __init__; this one is set up
+        # once and answers one request per `handle_one_request()` (see `_Connection`).
+        self.request, self.client_address, self.server = sock, address, server
+        self.timeout = server.timeout_s
+        self.setup()
 
     def do_GET(self):
-        self._answer("GET", body=None)
+        self._answer("GET")
 
     def do_POST(self):
-        # The body is read before anything else, so that an error cannot leave it unread
-        # on a keep-alive connection.
-        try:
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-        except (TypeError, ValueError):
-            self.close_connection = True
-            self._send(411, {"error": "A POST needs a valid Content-Length header."})
-            return
-        self._answer("POST", body)
+        self._answer("POST")
 
-    def _answer(self, method: str, body: bytes | None) -> None:
+    def handle_expect_100(self):
+        """Refuses a body before the client sends it (curl asks first for bodies over 1 MB)."""
+        try:
+            self._body_length()
+        except _BadBody as error:
+            self._refuse(error)
+            return False
+        return super().handle_expect_100()
+
+    def _body_length(self) -> int:
+        """The Content-Length of the request, checked; 0 for a GET without one."""
+        if self.headers.get("Transfer-Encoding"):
+            raise _BadBody(411, "Chunked bodies are not supported: send a Content-Length header.")
+        values = self.headers.get_all("Content-Length", [])
+        if not values:
+            if self.command == "POST":
+                raise _BadBody(411, "A POST needs a Content-Length header.")
+            return 0
+        digits = values[0].strip()
+        if len(set(values)) > 1 or not (digits.isascii() and digits.isdigit()):
+            raise _BadBody(400, f"Invalid Content-Length: {', '.join(values)[:40]!r}.")
+        limit = self.server.max_body_bytes
+        if len(digits.lstrip("0")) > len(str(limit)) or int(digits) > limit:
+            raise _BadBody(
+                413, f"The body is {digits[:40]} bytes; this server takes at most {limit} (--rest_api_max_body_bytes)."
+            )
+        return int(digits)
+
+    def _read_body(self) -> bytes:
+        length = self._body_length()
+        body = self.rfile.read(length)
+        if len(body) < length:
+            raise _BadBody(400, f"The body ended after {len(body)} of its {length} bytes (Content-Length).")
+        return body
+
+    def _refuse(self, error: _BadBody) -> None:
+        logger.info("REST %s %s refused: %d %s", self.command, self.path, error.status, error.message)
+        self.close_connection = self.refused_body = True  # the body, if any, is not read
+        self._send(error.status, {"error": error.message})
+
+    def _answer(self, method: str) -> None:
         started = time.perf_counter()
+        try:
+            body = self._read_body()
+        except _BadBody as error:
+            self._refuse(error)
+            return
         try:
             status, answer = 200, self._route(method, body)
         except ServingError as error:
@@ -87,25 +359,25 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, answer)
         logger.debug("REST %s %s -> %d in %.1f ms", method, self.path, status, 1e3 * (time.perf_counter() - started))
 
-    def _route(self, method: str, body: bytes | None) -> dict:
+    def _route(self, method: str, body: bytes) -> dict:
         match = _ROUTE.fullmatch(urllib.parse.urlsplit(self.path).path)
         if match is None or (method == "GET") != (match["verb"] is None):
             raise ServingError.not_found(f"Malformed request: {method} {self.path}")
-        if match["label"]:
-            raise ServingError.invalid_argument(f"Unrecognized servable version label: {match['label']} (no labels here).")
-        model: VersionedModel = self.server.model
+        models: ModelManager = self.server.models
         name = urllib.parse.unquote(match["name"])
         version = int(match["version"]) if match["version"] else None
+        label = urllib.parse.unquote(match["label"]) if match["label"] else None
         if method == "GET" and match["metadata"]:
-            return self._metadata(model, name, version)
+            return self._metadata(models.servable(name, version, label), name)
         if method == "GET":
             return json_format.MessageToDict(
-                model.status(name, version), preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+                models.status(name, version, label), preserving_proto_field_name=True,
+                always_print_fields_with_no_presence=True,
             )
         with _bad_request():
             request = json.loads(body)
             signature_name = rest_json.signature_name_of(request)
-        servable = model.servable(name, version)
+        servable = models.servable(name, version, label)
         if match["verb"] == "predict":
             signature = servable.signature_def(signature_name)
             dtypes = {key: tf.dtypes.as_dtype(info.dtype) for key, info in signature.inputs.items()}
@@ -123,8 +395,7 @@ class _Handler(BaseHTTPRequestHandler):
         raise ServingError.not_found(f"Malformed request: {method} {self.path}")
 
     @staticmethod
-    def _metadata(model: VersionedModel, name: str, version: int | None) -> dict:
-        servable = model.servable(name, version)
+    def _metadata(servable: Servable, name: str) -> dict:
         return {
             "model_spec": {"name": name, "signature_name": "", "version": str(servable.version)},
             "metadata": {
@@ -137,6 +408,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(data)
 

@@ -1,7 +1,9 @@
 """`Servable`: one loaded version of a SavedModel, run with the checks TensorFlow Serving makes.
 
-Inputs are checked against the signature in `saved_model.pb` (names, dtypes, ranks and
-fixed dimensions) before the model runs; a bad request is a `ServingError`
+Inputs are checked against the signature in `saved_model.pb` (names, dtypes, ranks, fixed
+dimensions, no negative dimension, the batch at most `max_batch_size`) before the model runs;
+`check_inputs` makes the same checks on claimed dtypes and shapes, so that the gRPC front end
+refuses a request before it builds any array from it. A bad request is a `ServingError`
 (INVALID_ARGUMENT, or NOT_FOUND for an unknown signature), and so is an error the graph
 itself raises (e.g. `tf.errors.InvalidArgumentError` for invalid UTF-8), with its message.
 
@@ -18,7 +20,7 @@ Example:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -64,8 +66,7 @@ class Servable:
     ) -> dict[str, np.ndarray]:
         """Runs a signature on numpy inputs; returns its outputs (only `output_filter`'s, if given)."""
         name = signature_name or DEFAULT_SIGNATURE
-        signature = self.signature_def(name)
-        self._check_inputs(signature, inputs)
+        signature = self.check_inputs(name, {key: (_tf_dtype(value), value.shape) for key, value in inputs.items()})
         wanted = list(dict.fromkeys(output_filter)) or list(signature.outputs)
         unknown = [key for key in wanted if key not in signature.outputs]
         if unknown:
@@ -83,7 +84,16 @@ class Servable:
             raise ServingError.from_tf_error(error) from error
         return {key: _as_array(outputs[key].numpy()) for key in wanted}
 
-    def _check_inputs(self, signature: meta_graph_pb2.SignatureDef, inputs: Mapping[str, np.ndarray]) -> None:
+    def check_inputs(
+        self, signature_name: str, inputs: Mapping[str, tuple[tf.DType, Sequence[int]]]
+    ) -> meta_graph_pb2.SignatureDef:
+        """Checks {input: (dtype, shape)} against signature `signature_name`; returns the SignatureDef.
+
+        Raises INVALID_ARGUMENT for missing or extra inputs, a wrong dtype, rank or fixed
+        dimension, a negative dimension, or a batch (first dimension) over `max_batch_size`.
+        Example: `servable.check_inputs("serve_ids", {"ids": (tf.int32, [2, 128])})`.
+        """
+        signature = self.signature_def(signature_name)
         sent, expected = set(inputs), set(signature.inputs)
         if sent != expected:
             raise ServingError.invalid_argument(
@@ -91,27 +101,30 @@ class Servable:
                 f"len({_names(sent)}) != len({_names(expected)}). "
                 f"Sent extra: {_names(sent - expected)}. Missing but required: {_names(expected - sent)}."
             )
-        for key, value in inputs.items():
+        for key, (sent_dtype, shape) in inputs.items():
             info = signature.inputs[key]
-            expected_dtype, sent_dtype = tf.dtypes.as_dtype(info.dtype), _tf_dtype(value)
+            expected_dtype = tf.dtypes.as_dtype(info.dtype)
             if sent_dtype != expected_dtype:
                 raise ServingError.invalid_argument(
                     f"Expects arg[{key}] to be {expected_dtype.name} but {sent_dtype.name} is provided"
                 )
+            if any(size < 0 for size in shape):
+                raise ServingError.invalid_argument(f"Input {key} has a negative dimension: {list(shape)}.")
             if info.tensor_shape.unknown_rank:
                 continue
             dims = [dim.size for dim in info.tensor_shape.dim]
-            if len(dims) != value.ndim or any(want not in (-1, got) for want, got in zip(dims, value.shape)):
-                shape = "[" + ",".join("?" if dim == -1 else str(dim) for dim in dims) + "]"
+            if len(dims) != len(shape) or any(want not in (-1, got) for want, got in zip(dims, shape)):
+                expected_shape = "[" + ",".join("?" if dim == -1 else str(dim) for dim in dims) + "]"
                 raise ServingError.invalid_argument(
-                    f"Input {key} has shape {list(value.shape)}, but the signature expects {shape}."
+                    f"Input {key} has shape {list(shape)}, but the signature expects {expected_shape}."
                 )
-        batch = max((value.shape[0] for value in inputs.values() if value.ndim), default=0)
+        batch = max((shape[0] for _, shape in inputs.values() if len(shape)), default=0)
         if self.max_batch_size and batch > self.max_batch_size:
             raise ServingError.invalid_argument(
                 f"Batch size {batch} is larger than the server's maximum batch size {self.max_batch_size} "
                 "(--max_batch_size); send smaller batches (the clients' max_batch_size splits them)."
             )
+        return signature
 
 
 def _read_signature_defs(path: Path) -> get_model_metadata_pb2.SignatureDefMap:

@@ -5,12 +5,15 @@ The model must be a bert-tf export with text signatures (`serving.export`, not
 `--ids-only`): raw text goes in and the server tokenizes. Its `model_info` signature says
 the task:
 - classify: `{"label", "probability", "probabilities": {label: p}}` per text, or for a
-  multi-label model `{"labels": [labels with p ≥ 0.5], "probabilities": {label: p}}`;
+  multi-label model `{"labels": [labels with p ≥ its multi_label_threshold], "probabilities": {label: p}}`;
 - ner: `[(word, tag), ...]` per text (words split at whitespace; words beyond the
   model's `seq_length` get the tag "");
 - squad: `{"text", "start", "end", "score", "probability"}` per question (character
   offsets into its context; "" for no answer), the best span over every window of the
-  context, as the local pipeline finds it (`bert_tf.squad_windows`).
+  context, as the local pipeline finds it (`bert_tf.tasks.squad`).
+A failed call raises one line naming the server, the model and what to check
+(`serving.grpc_client.one_line_error`): ConnectionError when no server answers,
+ValueError when it refuses (e.g. an unknown model name).
 
 Example:
     >>> predictor = ServerPredictor("127.0.0.1:8500", "sst2")  # doctest: +SKIP
@@ -20,13 +23,14 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 from typing import Sequence
 
+import grpc
 import numpy as np
 
-from serving.grpc_client import GrpcClient
-
-MULTI_LABEL_THRESHOLD = 0.5
+from serving.grpc_client import GrpcClient, one_line_error
+from serving.server import DEFAULT_MAX_BATCH_SIZE
 
 
 class ServerPredictor:
@@ -35,19 +39,24 @@ class ServerPredictor:
     def __init__(self, target: str, model_name: str, timeout_s: float = 30.0):
         self.target = target
         self.model_name = model_name
-        self.client = GrpcClient(target, model_name=model_name, timeout_s=timeout_s)
-        signatures = self.client.metadata()
+        # Requests of at most the server's default batch limit (TF Serving's batching has one too).
+        self.client = GrpcClient(target, model_name=model_name, timeout_s=timeout_s,
+                                 max_batch_size=DEFAULT_MAX_BATCH_SIZE)
+        with self._one_line_errors():
+            signatures = self.client.metadata()
         if "model_info" not in signatures:
             raise ValueError(f"Model {model_name!r} at {target} is not a bert-tf export (no model_info signature).")
         self.text_inputs = sorted(signatures["serving_default"]["inputs"])
         if "input_word_ids" in self.text_inputs:
             raise ValueError(f"Model {model_name!r} takes token ids (exported with --ids-only); export it with text "
                              "signatures to predict from text.")
-        info = GrpcClient(target, model_name=model_name, signature_name="model_info", timeout_s=timeout_s).predict(
-            {"request": [""]})
+        with self._one_line_errors():
+            info = GrpcClient(target, model_name=model_name, signature_name="model_info", timeout_s=timeout_s).predict(
+                {"request": [""]})
         self.task_name = _text(info["task"][0])
         self.classifier_mode = _text(info["classifier_mode"][0]) if "classifier_mode" in info else ""
         self.label_names = [_text(label) for label in info["label_names"][0]] if "label_names" in info else []
+        self.multi_label_threshold = float(info["multi_label_threshold"][0]) if "multi_label_threshold" in info else None
 
     def classify(self, texts: Sequence[str], text_pairs: Sequence[str] | None = None) -> list[dict]:
         """The class (or classes) of each text, or of each (text, second text) pair."""
@@ -61,11 +70,13 @@ class ServerPredictor:
             inputs["text_b"] = list(text_pairs)
         elif text_pairs is not None:
             raise ValueError(f"Model {self.model_name!r} classifies single texts; it takes no second text.")
+        with self._one_line_errors():
+            rows = self.client.predict(inputs, output_filter=["probabilities"])["probabilities"].tolist()
         results = []
-        for row in self.client.predict(inputs, output_filter=["probabilities"])["probabilities"].tolist():
+        for row in rows:
             probabilities = dict(zip(self.label_names, row))
             if self.classifier_mode == "multi_label":
-                results.append({"labels": [name for name, p in probabilities.items() if p >= MULTI_LABEL_THRESHOLD],
+                results.append({"labels": [name for name, p in probabilities.items() if p >= self.multi_label_threshold],
                                 "probabilities": probabilities})
             else:
                 best = int(np.argmax(row))
@@ -76,7 +87,8 @@ class ServerPredictor:
     def tag(self, texts: Sequence[str]) -> list[list[tuple[str, str]]]:
         """The entity tag of each whitespace-separated word of each text."""
         self._require("ner")
-        outputs = self.client.predict({"text": list(texts)}, output_filter=["word_tags"])
+        with self._one_line_errors():
+            outputs = self.client.predict({"text": list(texts)}, output_filter=["word_tags"])
         return [[(word, tag) for word, tag in zip(text.split(), map(_text, tags))]
                 for text, tags in zip(texts, outputs["word_tags"])]
 
@@ -85,8 +97,9 @@ class ServerPredictor:
         self._require("squad")
         if len(questions) != len(contexts):
             raise ValueError(f"Got {len(questions)} questions but {len(contexts)} contexts.")
-        outputs = self.client.predict({"question": list(questions), "context": list(contexts)}, output_filter=[
-            "answer_text", "answer_char_start", "answer_char_end", "answer_score", "answer_probability"])
+        with self._one_line_errors():
+            outputs = self.client.predict({"question": list(questions), "context": list(contexts)}, output_filter=[
+                "answer_text", "answer_char_start", "answer_char_end", "answer_score", "answer_probability"])
         return [{"text": _text(text), "start": int(start), "end": int(end), "score": float(score),
                  "probability": float(probability)}
                 for text, start, end, score, probability in zip(
@@ -103,6 +116,13 @@ class ServerPredictor:
 
     def close(self) -> None:
         self.client.close()
+
+    @contextlib.contextmanager
+    def _one_line_errors(self):
+        try:
+            yield
+        except grpc.RpcError as error:
+            raise one_line_error(error, self.target, self.model_name) from None
 
     def _require(self, task: str) -> None:
         if self.task_name != task:

@@ -11,7 +11,7 @@ The task and its settings are the model directory's `bert_tf.TaskSpec` (`load_mo
 | ner | BertTokenClassifier | `text` | `probabilities` [b, s, k], `tag_ids` [b, s] int32, `tags` [b, s] string (per token; "" on padding); from text (`serving.text_tasks`): per window of whole words, [b, w, s, k] and [b, w, s] (w: most windows; zeros and "" for missing windows), and `words`, `word_tags` [b, most words] |
 | squad | BertSpanLabeler | `question`, `context` | `start_logits`, `end_logits` [b, s]; the best span: `answer_start`, `answer_end` [b] int32 (token positions; 0, 0: no answer), `answer_score` (its start + end logit), `answer_probability` (softmax over the `n_best_size` best spans, and the null answer for SQuAD 2.0); from text (`serving.text_tasks`): the best span over every doc-stride window of the context, `start_logits`, `end_logits` per window [b, w, s] (zeros for missing windows), `answer_score`, `answer_probability` [b], `answer_text` [b] string, `answer_char_start`, `answer_char_end` [b] int32 (code points; no `answer_start`, `answer_end`) |
 
-The best SQuAD span is `bert_tf.squad_windows.best_answers`'s, the rules `bert-tf predict`
+The best SQuAD span is `bert_tf.tasks.squad.best_answers`'s, the rules `bert-tf predict`
 and evaluation use (n-best starts × ends, context tokens only, at most
 `max_answer_length` tokens, max-context windows; SQuAD 2.0: no answer when
 `null score - best score > null_score_threshold`): from text, over every doc-stride window
@@ -36,12 +36,11 @@ import tensorflow as tf
 
 from bert_tf.checkpoints.pretrained import ModelDirectory
 from bert_tf.model import INPUT_NAMES
-from bert_tf.squad_windows import WindowLayout, best_answers
-from bert_tf.task_spec import TaskSpec
+from bert_tf.tasks.classification import classifier_outputs
+from bert_tf.tasks.ner import token_outputs
+from bert_tf.tasks.spec import TaskSpec
+from bert_tf.tasks.squad import row_answers
 from bert_tf.vocabulary import Vocabulary
-
-SQUAD_SETTINGS = ("doc_stride", "max_query_length", "max_answer_length", "n_best_size", "null_score_threshold",
-                  "version_2")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,20 +70,18 @@ class ServingSpec:
         return self.task_spec.label_names
 
     @property
-    def squad(self) -> dict:
-        """The SQuAD settings, by name (task "squad" only)."""
-        return {name: getattr(self.task_spec, name) for name in SQUAD_SETTINGS} if self.task == "squad" else {}
-
-    @property
     def lower_case(self) -> bool:
         return self.vocabulary.lower_case
 
 
-def serving_spec(directory: ModelDirectory, seq_length: int | None = None) -> ServingSpec:
-    """The `ServingSpec` of a loaded model directory; `seq_length` overrides its task's seq_length."""
+def serving_spec(directory: ModelDirectory, seq_length: int | None = None,
+                 max_text_bytes: int | None = None) -> ServingSpec:
+    """The `ServingSpec` of a loaded model directory; `seq_length` and `max_text_bytes` override its task's."""
     model, task_spec = directory.model, directory.task
-    if seq_length is not None:
-        task_spec = task_spec.replace(seq_length=seq_length)
+    overrides = {name: value for name, value in (("seq_length", seq_length), ("max_text_bytes", max_text_bytes))
+                 if value is not None}
+    if overrides:
+        task_spec = task_spec.replace(**overrides)
         task_spec.check_fits(directory.encoder.config)
     vocab_file = directory.require_vocab_file()
     vocabulary = Vocabulary.from_file(vocab_file, directory.lower_case)
@@ -122,7 +119,8 @@ def serve_ids_function(spec: ServingSpec) -> tf.types.experimental.PolymorphicFu
 def model_info_function(spec: ServingSpec, extra=dict) -> tf.types.experimental.PolymorphicFunction:
     """The `model_info` signature's function: `request` (string [batch]; values ignored) in, the
     recorded settings out, one row per request: `task`, `seq_length`, `lower_case`, `vocab_size`,
-    `label_names` [batch, k] (classify, ner), `classifier_mode` (classify), and `extra()`'s values.
+    `label_names` [batch, k] (classify, ner), `classifier_mode` (classify), `multi_label_threshold`
+    (multi-label classifiers), and `extra()`'s values.
 
     It takes an input only because TF Serving's batching (`--enable_batching`) refuses
     signatures without inputs or with outputs that are not batch-major: send `[""]`.
@@ -141,55 +139,32 @@ def model_info_function(spec: ServingSpec, extra=dict) -> tf.types.experimental.
             info["label_names"] = tf.constant(spec.label_names)
         if spec.classifier_mode:
             info["classifier_mode"] = tf.constant(spec.classifier_mode)
+        if spec.classifier_mode == "multi_label":
+            info["multi_label_threshold"] = tf.constant(spec.task_spec.multi_label_threshold, tf.float32)
         return {name: _per_example(value, tf.shape(request)[0]) for name, value in info.items()}
 
     return model_info
 
 
 def task_outputs(spec: ServingSpec, ids: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-    """The task's outputs (see the module docstring) for the id tensors `ids` (BERT's three names)."""
+    """The task's outputs (see the module docstring) for the id tensors `ids` (BERT's three names), each
+    row one model input (for ner and squad: one window)."""
     outputs = spec.model(ids, training=False)
-    batch = tf.shape(ids["input_word_ids"])[0]
     if spec.task in ("encoder", "pretrainer"):
         return {name: tf.cast(outputs[name], tf.float32) for name in ("sequence_output", "pooled_output")}
     if spec.task == "classify":
-        logits = tf.cast(outputs, tf.float32)
-        if spec.classifier_mode == "regression":
-            return {"predictions": logits}
-        probabilities = tf.nn.softmax(logits) if spec.classifier_mode == "single_label" else tf.sigmoid(logits)
-        label_names = _per_example(tf.constant(spec.label_names), batch)
-        return {"probabilities": probabilities, "label_names": label_names, "logits": logits}
+        outputs = classifier_outputs(outputs, spec.classifier_mode)
+        if spec.classifier_mode != "regression":
+            outputs["label_names"] = _per_example(tf.constant(spec.label_names), tf.shape(ids["input_word_ids"])[0])
+        return outputs
     if spec.task == "ner":
-        probabilities = tf.nn.softmax(tf.cast(outputs, tf.float32))
-        tag_ids = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
-        # "" on padding, by gathering from the names plus "" (a select of strings has no TFLite kernel).
-        padded = tf.where(tf.cast(ids["input_mask"], tf.bool), tag_ids, len(spec.label_names))
-        tags = tf.gather(tf.constant(spec.label_names + ("",)), padded)
-        return {"probabilities": probabilities, "tag_ids": tag_ids, "tags": tags}
+        return token_outputs(outputs, ids["input_mask"], spec.label_names)
     start_logits, end_logits = (tf.cast(outputs[name], tf.float32) for name in ("start_logits", "end_logits"))
+    settings = spec.task_spec
     return {"start_logits": start_logits, "end_logits": end_logits,
-            **best_span(start_logits, end_logits, ids["input_type_ids"], ids["input_mask"], **spec.squad)}
-
-
-def best_span(start_logits, end_logits, type_ids, mask, max_answer_length: int, n_best_size: int, version_2: bool,
-              null_score_threshold: float, **_) -> dict[str, tf.Tensor]:
-    """The best answer of each row, a window `[CLS] question [SEP] context [SEP]`: `answer_start`,
-    `answer_end` (token positions [batch]; 0 for none), `answer_score` and `answer_probability`."""
-    real = tf.equal(mask, 1)
-    context_offset = tf.reduce_sum(tf.cast(real & tf.equal(type_ids, 0), tf.int32), axis=1)
-    doc_length = tf.maximum(tf.reduce_sum(tf.cast(real & tf.equal(type_ids, 1), tf.int32), axis=1) - 1, 0)  # no [SEP]
-    rows = tf.shape(start_logits)[0]
-    layout = WindowLayout(example_index=tf.range(rows), doc_start=tf.zeros([rows], tf.int32), doc_length=doc_length,
-                          context_offset=context_offset, num_windows=tf.ones([rows], tf.int32))
-    answers = best_answers(start_logits, end_logits, layout, max_answer_length=max_answer_length,
-                           n_best_size=n_best_size, version_2=version_2, null_score_threshold=null_score_threshold)
-    found = answers.first_token >= 0
-    return {
-        "answer_start": tf.where(found, answers.first_token + context_offset, 0),
-        "answer_end": tf.where(found, answers.last_token + context_offset, 0),
-        "answer_score": answers.score,
-        "answer_probability": answers.probability,
-    }
+            **row_answers(start_logits, end_logits, ids["input_type_ids"], ids["input_mask"],
+                          max_answer_length=settings.max_answer_length, n_best_size=settings.n_best_size,
+                          version_2=settings.version_2, null_score_threshold=settings.null_score_threshold)}
 
 
 def _per_example(value: tf.Tensor, batch) -> tf.Tensor:

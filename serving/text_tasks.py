@@ -5,12 +5,12 @@
   padding), the others to `seq_length`.
 - ner: the text is split into words at whitespace (as Python's `str.split()` does, which
   `pipelines.prediction` uses), each word into pieces, and the words into windows of
-  `seq_length` tokens as `bert-tf predict` does (`bert_tf.ner_windows`); a word's tag is
+  `seq_length` tokens as `bert-tf predict` does (`bert_tf.tasks.ner`); a word's tag is
   its first piece's. The per-token outputs are per window, [batch, most windows,
   seq_length, ...] (zeros and "" for the windows a text does not have). Extra outputs:
   `words` and `word_tags` (string [batch, most words], "" only after the last word).
 - squad: the question and its context become doc-stride windows and the answer is the
-  best span over all of them, as `bert-tf predict` finds it (`bert_tf.squad_windows`,
+  best span over all of them, as `bert-tf predict` finds it (`bert_tf.tasks.squad`,
   the directory's `doc_stride`, `max_query_length`, `max_answer_length`, `n_best_size`,
   `version_2`, `null_score_threshold`). `start_logits`, `end_logits` are per window,
   [batch, most windows, seq_length] (zeros for the windows a context does not have);
@@ -30,11 +30,10 @@ Example:
 from __future__ import annotations
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 
-from bert_tf.ner_windows import word_windows
-from bert_tf.preprocessor import BertPreprocessor
-from bert_tf.squad_windows import best_answers, squad_windows
+from bert_tf.tasks import ner, squad
+from bert_tf.tasks.classification import text_packer
+from bert_tf.tasks.text_budget import cut_text
 from bert_tf.tokenizer import BertTokenizer
 from serving.signatures import ServingSpec, task_outputs
 
@@ -45,17 +44,13 @@ class TextSignatures:
     def __init__(self, spec: ServingSpec):
         self.spec = spec
         self.tokenizer = BertTokenizer(spec.vocabulary)
-        truncation = spec.task_spec.truncation  # of pairs: as training cut them
-        self.fixed = BertPreprocessor(self.tokenizer, spec.seq_length, truncation, padding="max_length")
-        self.longest = BertPreprocessor(self.tokenizer, spec.seq_length, truncation, padding="longest")
-        # Python's str.split() whitespace: RE2's \s, \v, the separators U+001C..U+001F, U+0085, and Unicode
-        # category Z. (tensorflow-text's WhitespaceTokenizer cut "\u00a0" in half: invalid UTF-8 words.)
-        self.whitespace = r"[\s\x{0b}\x{1c}-\x{1f}\x{85}\p{Z}]+"
+        self.fixed = text_packer(self.tokenizer, spec.task_spec, padding="max_length")
+        self.longest = text_packer(self.tokenizer, spec.task_spec, padding="longest")
 
     def preprocess(self, texts: list[tf.Tensor]) -> dict[str, tf.Tensor]:
         """The three id tensors, int32 [batch, seq_length] (ner, squad: [batch, most windows, seq_length])."""
         if self.spec.task == "ner":
-            ids, _, windows = self._ner_ids(texts[0])
+            ids, windows = self._ner_windows(texts[0])
             return _per_example(ids, windows.input_word_ids.row_lengths())
         if self.spec.task == "squad":
             ids, windows, _, _ = self._squad_windows(*texts)
@@ -72,42 +67,38 @@ class TextSignatures:
             return self._squad_outputs(*texts)
         return task_outputs(self.spec, self.fixed(texts))
 
-    def _ner_ids(self, text):
-        """(ids [windows, seq_length] each, words [batch, (words)], their `WordWindows`)."""
-        words = tf_text.regex_split(text, self.whitespace)
-        windows = word_windows(self.tokenizer.tokenize(words), self.spec.seq_length, self.spec.vocabulary)
-        tokens = windows.input_word_ids.values
-        shape = [None, self.spec.seq_length]
-        mask = tf.ones_like(tokens).to_tensor(0, shape=shape)
-        ids = {"input_word_ids": tokens.to_tensor(self.spec.vocabulary.pad_id, shape=shape), "input_mask": mask,
-               "input_type_ids": tf.zeros_like(mask)}
-        return ids, words, windows
+    def _ner_windows(self, text):
+        """(ids [windows, seq_length] each, the `WordWindows` of the text's words)."""
+        windows = ner.word_windows(self.tokenizer.tokenize(self._words(text)), self.spec.seq_length,
+                                   self.spec.vocabulary)
+        return ner.window_inputs(windows, self.spec.seq_length, self.spec.vocabulary.pad_id), windows
 
     def _ner_outputs(self, text):
-        ids, words, windows = self._ner_ids(text)
+        ids, windows = self._ner_windows(text)
         outputs = _per_example(task_outputs(self.spec, ids), windows.input_word_ids.row_lengths())
-        window, position = windows.word_window, windows.word_position
-        where = tf.stack([window.value_rowids(), tf.cast(window.flat_values, tf.int64),
-                          tf.cast(position.flat_values, tf.int64)], axis=1)
-        word_tags = window.with_flat_values(tf.gather_nd(outputs["tags"], where))
-        return {**outputs, "words": words.to_tensor(""), "word_tags": word_tags.to_tensor("")}
+        return {**outputs, "words": self._words(text).to_tensor(""),
+                "word_tags": ner.word_values(outputs["tags"], windows).to_tensor("")}
+
+    def _words(self, text):
+        return ner.split_words(cut_text(text, self.spec.task_spec.max_text_bytes))
 
     def _squad_windows(self, question, context):
         """(ids [windows, seq_length] each, `SquadWindows`, code-point start and end of each context token)."""
+        settings = self.spec.task_spec
+        question, context = (cut_text(text, settings.max_text_bytes) for text in (question, context))
         context_ids, starts, ends = self.tokenizer.tokenize_with_offsets(context, unit="UTF8_CHAR")
-        squad = self.spec.squad
-        windows = squad_windows(self.tokenizer.tokenize(question), context_ids, self.spec.seq_length,
-                                squad["max_query_length"], squad["doc_stride"], self.spec.vocabulary)
+        windows = squad.squad_windows(self.tokenizer.tokenize(question), context_ids, self.spec.seq_length,
+                                      settings.max_query_length, settings.doc_stride, self.spec.vocabulary)
         return windows.model_inputs(self.spec.seq_length, self.spec.vocabulary.pad_id), windows, starts, ends
 
     def _squad_outputs(self, question, context):
         ids, windows, starts, ends = self._squad_windows(question, context)
         logits = {name: tf.cast(value, tf.float32) for name, value in self.spec.model(ids, training=False).items()}
-        squad = self.spec.squad
-        answers = best_answers(logits["start_logits"], logits["end_logits"], windows.layout,
-                               max_answer_length=squad["max_answer_length"], n_best_size=squad["n_best_size"],
-                               version_2=squad["version_2"], null_score_threshold=squad["null_score_threshold"])
-        char_start, char_end = _token_offset(starts, answers.first_token), _token_offset(ends, answers.last_token)
+        settings = self.spec.task_spec
+        answers = squad.best_answers(logits["start_logits"], logits["end_logits"], windows.layout,
+                                     max_answer_length=settings.max_answer_length, n_best_size=settings.n_best_size,
+                                     version_2=settings.version_2, null_score_threshold=settings.null_score_threshold)
+        char_start, char_end = squad.answer_char_spans(answers, starts, ends)
         text = tf.strings.substr(context, char_start, char_end - char_start, unit="UTF8_CHAR")
         return {**_per_example(logits, windows.layout.num_windows), "answer_text": text,
                 "answer_char_start": char_start, "answer_char_end": char_end, "answer_score": answers.score,
@@ -117,13 +108,6 @@ class TextSignatures:
 def _per_example(values: dict[str, tf.Tensor], num_windows) -> dict[str, tf.Tensor]:
     """Per-window values [windows, ...] → [batch, most windows, ...], zeros where an example has fewer."""
     return {name: tf.RaggedTensor.from_row_lengths(value, num_windows).to_tensor() for name, value in values.items()}
-
-
-def _token_offset(offsets: tf.RaggedTensor, token) -> tf.Tensor:
-    """Each example's offset [batch] (int32) of its context token `token` ([batch]; -1: none, offset 0)."""
-    values = tf.concat([tf.cast(offsets.flat_values, tf.int32), [0]], axis=0)
-    index = tf.where(token >= 0, tf.cast(offsets.row_starts(), tf.int32) + token, tf.size(values) - 1)
-    return tf.gather(values, index)
 
 
 def _at_least_two_columns(ids: dict[str, tf.Tensor], pad_id: int) -> dict[str, tf.Tensor]:

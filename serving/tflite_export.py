@@ -27,7 +27,7 @@ NER and SQuAD have no raw-text TFLite model: they read a long input in several w
 (every word tagged; the best answer over all context windows), which needs ragged ops
 that TFLite has no kernels for. A one-window text model would silently tag fewer words and
 miss answers, so `inputs="text"` is refused for them; their "ids" model runs one window
-per row, and the windows come from `bert_tf.ner_windows` / `bert_tf.squad_windows` on the host.
+per row, and the windows come from `bert_tf.tasks.ner` / `bert_tf.tasks.squad` on the host.
 
 Quantization: "dynamic_range" (int8 weights, float activations; tensors under 1024
 elements stay float32) or "float16" (float16 weights).

@@ -5,6 +5,7 @@ import pytest
 from matplotlib import image as mpimg
 
 from bert_tf import BertModel, BertTokenizer
+from bert_tf.inspection.attention_view import GRID_TILE_INCHES_PER_TOKEN, GRID_TILE_MIN_INCHES
 from bert_tf.inspection import (
     AttentionMaps,
     attention_maps,
@@ -67,6 +68,26 @@ def test_heat_map_png_has_the_requested_size(tmp_path, maps):
 
 
 def test_grid_png_shows_every_layer_and_head(tmp_path, maps):
-    path = plot_attention_grid(maps, tmp_path / "grid.png", tile=1.5, dpi=50)
+    path = plot_attention_grid(maps, tmp_path / "grid.png", dpi=50)
     height, width = mpimg.imread(path).shape[:2]
-    assert (height, width) == (int((1.5 * 2 + 0.5) * 50), int((1.5 * 2 + 1.0) * 50))
+    tile = max(GRID_TILE_MIN_INCHES, GRID_TILE_INCHES_PER_TOKEN * len(maps.tokens))
+    assert (height, width) == (int((tile * 2 + 0.5) * 50), int((tile * 2 + 1.5) * 50))
+
+
+def random_maps(layers, heads, tokens):
+    probs = np.random.default_rng(0).random((layers, heads, tokens, tokens))
+    return AttentionMaps([f"t{i}" for i in range(tokens)], probs / probs.sum(axis=-1, keepdims=True))
+
+
+def test_grid_png_grows_with_layers_heads_and_tokens_up_to_a_pixel_cap(tmp_path):
+    def pixels(maps, **settings):
+        return mpimg.imread(plot_attention_grid(maps, tmp_path / "grid.png", dpi=20, **settings)).shape[:2]
+
+    tile = GRID_TILE_MIN_INCHES * 20  # pixels, for 5 tokens
+    small = pixels(random_maps(2, 2, 5))
+    assert pixels(random_maps(2, 4, 5)) == (small[0], small[1] + 2 * tile)  # two more heads: two tiles wider
+    assert pixels(random_maps(4, 2, 5)) == (small[0] + 2 * tile, small[1])  # two more layers: two tiles taller
+    longer = GRID_TILE_INCHES_PER_TOKEN * 40 * 20  # pixels, for 40 tokens
+    assert pixels(random_maps(2, 2, 40)) == (small[0] + 2 * (longer - tile), small[1] + 2 * (longer - tile))
+    height, width = pixels(random_maps(4, 4, 40), max_pixels=200_000)
+    assert 190_000 < height * width <= 200_000

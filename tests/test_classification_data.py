@@ -1,12 +1,15 @@
 """Classification files (CSV, TSV, JSONL, GLUE), label vocabularies, in-graph tokenization and length bucketing."""
 
+import csv
 import json
+import re
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import bert_tf
+from pipelines import classification_data
 from pipelines.bucketing import batch_examples, count_batches
 from pipelines.classification_data import TextPacker, read_classification_file
 from pipelines.labels import encode_labels, label_vocabulary
@@ -76,6 +79,41 @@ def test_bad_files_are_errors_naming_file_and_line(tmp_path, name, text, message
         read_classification_file(write(tmp_path / name, text))
 
 
+@pytest.mark.parametrize("name", ["train.tsv", "train.csv", "train.jsonl"])
+def test_a_file_that_is_not_utf8_is_an_error_naming_line_and_byte(tmp_path, name):
+    header, row = {".tsv": ("sentence\tlabel\n", "café\t1\n"), ".csv": ("sentence,label\n", "café,1\n"),
+                   ".jsonl": ("", '{"sentence": "café", "label": 1}\n')}[name[name.index("."):]]
+    path = tmp_path / name
+    good = header + row * 3000  # many blocks of the text reader, which decodes ahead of the line it is at
+    path.write_bytes(good.encode() + row.encode("latin-1"))
+    offset = len(good.encode()) + row.index("é")
+    expected = (f"{path}, line {good.count(chr(10)) + 1}, byte offset {offset}: the file is not UTF-8 (re-save it "
+                "as UTF-8); byte 0xe9 starts no UTF-8 character.")
+    with pytest.raises(ValueError) as error:
+        read_classification_file(path)
+    assert str(error.value) == expected
+
+
+@pytest.fixture
+def csv_default_field_limit():
+    """csv's own field limit (128 KiB) for the test; whatever the process had, again after it."""
+    previous = csv.field_size_limit(128 * 1024)
+    yield
+    csv.field_size_limit(previous)
+
+
+def test_a_field_longer_than_csv_default_limit_is_read(tmp_path, csv_default_field_limit, monkeypatch):
+    text = "word " * 40_000  # 200 KB in one field, over csv's 128 KiB
+    path = write(tmp_path / "long.tsv", f"sentence\tlabel\nshort\t0\n{text}\t1\n")
+    assert read_classification_file(path).texts == ["short", text]
+
+    # Where a field is over even the raised limit, the error names the file and line.
+    csv.field_size_limit(128 * 1024)
+    monkeypatch.setattr(classification_data, "MAX_FIELD_CHARACTERS", 100_000)
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}, line 3: field larger than field limit"):
+        read_classification_file(path)
+
+
 def test_missing_file_and_missing_named_column(tmp_path):
     with pytest.raises(FileNotFoundError, match="not found"):
         read_classification_file(tmp_path / "missing.tsv")
@@ -95,7 +133,7 @@ def test_label_vocabulary_order_and_unknown_labels():
 def test_tokenization_matches_the_preprocessor_and_truncates_pairs(tmp_path):
     tokenizer = bert_tf.BertTokenizer(write_vocab(tmp_path))
     texts, pairs = ["good film", "the plot was very very very bad"], ["nice", "it is awful and sad and poor"]
-    features = TextPacker(tokenizer, seq_length=10, text_pair=True)(texts, pairs)
+    features = TextPacker(tokenizer, bert_tf.TaskSpec(task="classify", seq_length=10, text_pair=True))(texts, pairs)
     reference = bert_tf.BertPreprocessor(tokenizer, 10, truncation="longest_first")((tf.constant(texts), tf.constant(pairs)))
     lengths = features["input_word_ids"].row_lengths().numpy()
     assert lengths.tolist() == [6, 10]

@@ -1,6 +1,7 @@
 """`bert-tf convert` from the command line, in a fresh process."""
 
 import json
+import pickle
 import subprocess
 import sys
 
@@ -55,3 +56,27 @@ def test_convert_refuses_to_overwrite_and_reports_missing_input(tmp_path, hf_sou
     assert (tmp_path / "busy" / "keep.txt").read_text() == "user data"
     result = run_cli("convert", "--from", tmp_path / "missing", "--to", tmp_path / "out")
     assert result.returncode == 2 and "Checkpoint not found" in result.stderr
+
+
+class RunsCode:
+    """Unpickling this would create a file: what a malicious pytorch_model.bin does."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_convert_refuses_a_pickle_that_would_run_code_in_one_line(tmp_path):
+    pytest.importorskip("torch")
+    source, marker = tmp_path / "hf", tmp_path / "pwned"
+    source.mkdir()
+    CONFIG.write_json(source / "config.json", style="hf")
+    with open(source / "pytorch_model.bin", "wb") as file:
+        pickle.dump({"embeddings.word_embeddings.weight": RunsCode(marker)}, file)
+    result = run_cli("convert", "--from", source, "--to", tmp_path / "out")
+    assert result.returncode == 2 and not marker.exists()
+    assert result.stderr.startswith(f"bert-tf convert: error: {source / 'pytorch_model.bin'} was refused: it is not a "
+                                    "pickle of tensors only (unpickling it could run code from the file)")
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr

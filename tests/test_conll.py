@@ -39,6 +39,14 @@ def test_malformed_files_are_errors_naming_file_and_line(tmp_path, text, message
         read_conll(path)
 
 
+def test_a_file_that_is_not_utf8_is_an_error_naming_line_and_byte(tmp_path):
+    path = tmp_path / "latin1.txt"
+    path.write_bytes("EU NNP B-ORG\n\nM\u00fcller NNP B-PER\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"^.*latin1.txt, line 3, byte offset 15: the file is not UTF-8 "
+                                         r"\(re-save it as UTF-8\); byte 0xfc starts no UTF-8 character.$"):
+        read_conll(path)
+
+
 def test_words_without_tags_for_prediction(tmp_path):
     path = tmp_path / "words.txt"
     path.write_text("mary\nlives\n\njohn\n")

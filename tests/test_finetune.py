@@ -1,13 +1,17 @@
 """`pipelines.finetune`: training with best-epoch selection and early stopping, the saved directory, bad input."""
 
 import json
+import re
 
 import numpy as np
 import pytest
 
 import bert_tf
-from bert_tf.finetuning import FinetuneConfig
+from pipelines.finetune_config import FinetuneConfig
 from bert_tf.metrics import SparseCategoricalFocalLoss
+from bert_tf.tasks.spec import TaskSpec
+from bert_tf.tokenizer import BertTokenizer
+from pipelines.classification_task import ClassificationData, ClassificationTask
 from pipelines.finetune import evaluate, finetune, load_encoder
 from tiny_finetune_files import VOCAB, write_bert_config, write_sentiment_tsv, write_vocab
 
@@ -29,8 +33,14 @@ def config(files, tmp_path, **changes):
     return FinetuneConfig(**{**settings, **changes})
 
 
-def test_classification_learns_keeps_the_best_epoch_and_saves_everything(files, tmp_path):
+def collapse_warnings(caplog) -> list[str]:
+    return [record.getMessage() for record in caplog.records
+            if record.name == "pipelines.finetune" and record.levelname == "WARNING"]
+
+
+def test_classification_learns_keeps_the_best_epoch_and_saves_everything(files, tmp_path, caplog):
     result = finetune(config(files, tmp_path, class_weights=True), progress=False)
+    assert collapse_warnings(caplog) == []
     dev_accuracy = result.history["val_accuracy"]
     assert len(dev_accuracy) == 8 and result.best_epoch == int(np.argmax(dev_accuracy)) + 1
     assert result.metrics["accuracy"] == max(dev_accuracy) >= 0.9
@@ -58,6 +68,32 @@ def test_focal_loss_takes_the_class_weights_and_early_stopping_stops(files, tmp_
     assert result.epochs_run == 2  # the dev score cannot improve at a learning rate of 1e-9
     model = bert_tf.load_model_directory(tmp_path / "model").model
     assert isinstance(model.loss, SparseCategoricalFocalLoss) and model.loss.alpha == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("data", ["dev", "training"])
+def test_a_model_that_predicts_one_class_for_everything_is_warned_about(files, tmp_path, caplog, data):
+    dev_file = files["dev"] if data == "dev" else None
+    finetune(config(files, tmp_path, dev_file=dev_file, learning_rate=1e-9, epochs=1), progress=False)
+    [warning] = collapse_warnings(caplog)
+    assert re.fullmatch(
+        rf"The model predicts '[01]' for every {data} example, though their labels differ: training collapsed to one "
+        r"class\. Small models need a higher learning rate \(--learning-rate; this run: 1e-09\), e\.g\. 1e-4 to "
+        r"5e-4 for tiny and mini\.", warning)
+
+
+@pytest.mark.parametrize("multi_label, labels, logits, expected", [
+    (False, [0, 1, 1], [[2.0, 1.0], [3.0, -1.0], [0.5, 0.0]], "'neg'"),
+    (False, [0, 1, 1], [[2.0, 1.0], [0.0, 1.0], [0.5, 0.0]], None),  # two classes predicted
+    (False, [1, 1, 1], [[0.0, 1.0], [0.0, 1.0], [0.0, 1.0]], None),  # one class to predict
+    (True, [[1, 0], [0, 1], [1, 1]], [[-1.0, -2.0], [-3.0, -1.0], [-1.0, -1.0]], "[]"),
+    (True, [[1, 0], [0, 1], [1, 1]], [[1.0, -2.0], [-3.0, -1.0], [-1.0, -1.0]], None),
+])
+def test_only_prediction_is_the_class_of_a_collapsed_model(files, multi_label, labels, logits, expected):
+    task = ClassificationTask(BertTokenizer(files["vocab"]), TaskSpec(
+        task="classify", seq_length=16, label_names=("neg", "pos"), multi_label=multi_label))
+    task.outputs = lambda model, data, batch_size: list(np.array(logits))
+    data = ClassificationData(examples=None, labels=np.array(labels), features={})
+    assert task.only_prediction(model=None, data=data, batch_size=2) == expected
 
 
 def test_an_unknown_dev_label_fails_before_training_and_writes_nothing(files, tmp_path):

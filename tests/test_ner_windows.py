@@ -1,4 +1,4 @@
-"""`bert_tf.ner_windows.word_windows`: the greedy whole-word windows against a plain Python reference, and the
+"""`bert_tf.tasks.ner.word_windows`: the greedy whole-word windows against a plain Python reference, and the
 exported SavedModel tagging long texts word for word as `bert-tf predict` does."""
 
 import random
@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 import bert_tf
-from bert_tf.ner_windows import word_windows
+from bert_tf.tasks.ner import word_windows
 from pipelines.ner_features import ner_features
 from serving.export import export_saved_model
 from tiny_exports import VOCAB, tiny_encoder, write_vocab

@@ -254,3 +254,22 @@ def test_squad_answers_over_many_windows_agree_on_every_path(tmp_path, capsys):
     assert any(a["start"] > 200 for a in remote)  # answers beyond the first window are found
     scores = bert_tf.metrics.squad_scores({i: a["text"] for i, a in zip(ids, remote)}, dict(zip(ids, truths)))
     assert scores == pytest.approx({"exact_match": evaluated["exact_match"], "f1": evaluated["f1"]}, abs=1e-9)
+
+
+def test_a_multi_label_threshold_is_applied_alike_locally_and_served(tmp_path):
+    from pipelines.prediction import Predictor
+
+    vocab = write_vocab(tmp_path)
+    encoder = bert_tf.BertModel(bert_tf.BertConfig.from_json_file(write_bert_config(tmp_path)))
+    keras.utils.set_random_seed(4)
+    model = bert_tf.BertClassifier(encoder, num_classes=3, mode="multi_label", label_names=["a", "b", "c"])
+    texts = [" ".join(random.Random(i).sample(NEUTRAL + POSITIVE, 6)) for i in range(24)]
+    probabilities = tf.sigmoid(model(bert_tf.BertPreprocessor(bert_tf.BertTokenizer(vocab), 16)(tf.constant(texts))))
+    threshold = float(np.median(probabilities.numpy()))  # about half the labels chosen
+    model_dir = bert_tf.save_pretrained(model, tmp_path / "topics", vocab_file=vocab, seq_length=16,
+                                        settings={"multi_label_threshold": threshold})
+    local = Predictor(model_dir).classify(texts)
+    remote = served(model_dir, tmp_path / "models", "topics", lambda predictor, _: predictor.classify(texts))
+    assert [answer["labels"] for answer in remote] == [answer["labels"] for answer in local]
+    chosen = sum(len(answer["labels"]) for answer in local)
+    assert 0 < chosen < 3 * len(texts)  # the threshold decides: neither none nor all

@@ -80,3 +80,21 @@ def test_the_library_names_its_keyword_argument(tmp_path, vocabs):
         PretrainingConfig(output_dir=str(tmp_path), vocab_file=str(vocabs["uncased"]), lower_case=False)
     with pytest.raises(ValueError, match=f"^lower_case=True contradicts {re.escape(str(vocabs['cased']))}"):
         PretrainingConfig(output_dir=str(tmp_path), vocab_file=str(vocabs["cased"]), lower_case=True)
+
+
+@pytest.mark.parametrize("steps, warmup", [(5, 0), (50, 5), (999, 99), (5000, 100)])
+def test_warm_up_defaults_to_a_tenth_of_the_steps_at_most_100(tmp_path, steps, warmup):
+    config = PretrainingConfig(output_dir=str(tmp_path), num_train_steps=steps)
+    assert config.num_warmup_steps == warmup
+    assert config.optimizer_config().schedule().num_warmup_steps == warmup  # a schedule the optimizer accepts
+
+
+def test_a_warm_up_as_long_as_the_run_is_an_error_naming_the_flags(tmp_path, capsys, vocabs):
+    with pytest.raises(ValueError, match=r"^PretrainingConfig: num_warmup_steps must be at least 0 and below "
+                                         r"num_train_steps \(50\), got 50\.$"):
+        PretrainingConfig(output_dir=str(tmp_path), num_train_steps=50, num_warmup_steps=50)
+    assert main(pretrain_args(tmp_path, vocabs["uncased"], "--steps", "50", "--num-warmup-steps", "100")) == 2
+    assert capsys.readouterr().err == ("bert-tf pretrain: error: --num-warmup-steps must be at least 0 and below --steps "
+                                       "(50), got 100; leave it out for a tenth of --steps.\n")
+    assert main(pretrain_args(tmp_path, vocabs["uncased"], "--steps", "0")) == 2
+    assert capsys.readouterr().err == "bert-tf pretrain: error: --steps must be at least 1, got 0.\n"

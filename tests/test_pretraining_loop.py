@@ -1,7 +1,9 @@
-"""The custom pre-training loop: resume, SIGKILL, MirroredStrategy and MultiWorkerMirroredStrategy on CPU."""
+"""The custom pre-training loop: resume, SIGTERM, SIGKILL, MirroredStrategy and MultiWorkerMirroredStrategy on CPU."""
 
 import json
 import os
+import random
+import re
 import signal
 import socket
 import subprocess
@@ -29,6 +31,24 @@ def finish(process, timeout=240):
 
 def checkpoint_steps(output_dir):
     return sorted(int(p.name[len("ckpt-"):-len(".index")]) for p in (Path(output_dir) / "checkpoints").glob("ckpt-*.index"))
+
+
+def readable(prefix):
+    """Whether every tensor of the checkpoint at `prefix` reads back."""
+    try:
+        reader = tf.train.load_checkpoint(str(prefix))
+        for name in reader.get_variable_to_dtype_map():
+            reader.get_tensor(name)
+    except (tf.errors.OpError, IndexError):
+        return False
+    return True
+
+
+def wait_for(condition, what, timeout=180):
+    deadline = time.time() + timeout
+    while not condition():
+        assert time.time() < deadline, f"no {what} after {timeout} s"
+        time.sleep(0.05)
 
 
 def test_resume_continues_step_counter_and_optimizer_state(tmp_path):
@@ -73,21 +93,44 @@ def test_the_seed_makes_a_run_reproducible_weights_and_dropout_included(tmp_path
                            first["encoder/layer_0/attention/self/query/kernel"])
 
 
-def test_sigkill_then_resume_loses_no_checkpoint(tmp_path):
-    process = start_worker(tmp_path, 400, "default", "--checkpoint-every", 3)
-    deadline = time.time() + 180
-    while time.time() < deadline and not [s for s in checkpoint_steps(tmp_path) if s >= 6]:
-        time.sleep(0.2)
+def test_sigterm_saves_the_current_step_and_the_next_run_resumes_from_it(tmp_path):
+    process = start_worker(tmp_path, 5000, "default", "--checkpoint-every", 1000)
+    for line in process.stdout:
+        if "Starting at step 0" in line:
+            break
+    time.sleep(3)  # some steps, none on the cadence
+    process.send_signal(signal.SIGTERM)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == 128 + signal.SIGTERM, output[-3000:]
+    assert "Traceback" not in output
+    stopped = int(re.search(r"STOPPED by SIGTERM at step=(\d+)", output)[1])
+    assert checkpoint_steps(tmp_path) == [stopped] and 0 < stopped < 1000
+    assert not (tmp_path / "model").exists()  # an unfinished run writes no model
+
+    output = finish(start_worker(tmp_path, stopped + 2, "default", "--checkpoint-every", 1000))
+    assert f"Resuming from step {stopped} ({tmp_path / 'checkpoints' / f'ckpt-{stopped}'})" in output
+    assert f"FINISHED step={stopped + 2}" in output
+
+
+def test_sigkill_at_a_random_moment_resumes_from_the_newest_intact_checkpoint(tmp_path):
+    """Killed at a seeded random moment, right as a checkpoint write has begun (its ckpt-N_temp/ appeared)."""
+    checkpoints = tmp_path / "checkpoints"
+    process = start_worker(tmp_path, 5000, "default", "--checkpoint-every", 1)
+    wait_for(lambda: len(checkpoint_steps(tmp_path)) >= 2, "checkpoints")
+    time.sleep(random.Random(19).uniform(0, 2))
+    deadline = time.time() + 10
+    while not list(checkpoints.glob("ckpt-*_temp")) and time.time() < deadline:
+        pass
     process.send_signal(signal.SIGKILL)
     process.communicate(timeout=30)
-    before = checkpoint_steps(tmp_path)
-    assert before and before[-1] >= 6, "no checkpoint was written before the kill"
-    assert before[-1] < 400
-    for step in before:
-        tf.train.load_checkpoint(str(tmp_path / "checkpoints" / f"ckpt-{step}"))  # all readable
-    output = finish(start_worker(tmp_path, before[-1] + 3, "default", "--checkpoint-every", 3))
-    assert f"FINISHED step={before[-1] + 3}" in output
-    assert checkpoint_steps(tmp_path)[-1] == before[-1] + 3
+    interrupted = list(checkpoints.glob("ckpt-*_temp"))
+    newest_intact = max(step for step in checkpoint_steps(tmp_path) if readable(checkpoints / f"ckpt-{step}"))
+
+    output = finish(start_worker(tmp_path, newest_intact + 2, "default", "--checkpoint-every", 1))
+    assert f"Resuming from step {newest_intact} ({checkpoints / f'ckpt-{newest_intact}'})" in output
+    assert f"FINISHED step={newest_intact + 2}" in output
+    assert ("Removed the leftovers of interrupted writes" in output) == bool(interrupted)
+    assert not list(checkpoints.glob("*_temp*"))
 
 
 def test_mirrored_strategy_on_two_logical_cpus_matches_one_device(tmp_path):
@@ -139,6 +182,8 @@ def test_bad_settings_are_clear_errors(tmp_path):
         PretrainingConfig(output_dir=str(tmp_path), strategy="tpu")
     with pytest.raises(ValueError, match="mixed_float16 needs a GPU"):
         PretrainingConfig(output_dir=str(tmp_path), mixed_precision="mixed_float16")
+    with pytest.raises(ValueError, match="checkpoint_minutes must be positive"):
+        PretrainingConfig(output_dir=str(tmp_path), checkpoint_minutes=0)
     with pytest.raises(ValueError, match="TF_CONFIG"):
         from bert_tf.training import make_strategy
 

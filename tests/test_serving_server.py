@@ -296,7 +296,9 @@ def test_new_version_is_picked_up_without_restart(tmp_path):
     base.mkdir()
     save_demo_model(base, version=1)
     texts = text_array(TEXTS)
-    with ModelServer(NAME, base, poll_wait_s=0.1) as server, grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel:
+    # No load retries: the broken version below is END at once (retries: tests/test_serving_versions.py).
+    with ModelServer(NAME, base, poll_wait_s=0.1, max_num_load_retries=0) as server, \
+            grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel:
         stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
         assert stub.Predict(predict_request({"text": texts}), timeout=20).model_spec.version.value == 1
         save_demo_model(base, version=2)

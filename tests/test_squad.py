@@ -53,6 +53,16 @@ def test_empty_and_invalid_json(tmp_path):
         read_squad(write_json(tmp_path / "broken.json", '{"data": [\n'))
 
 
+def test_a_file_that_is_not_utf8_is_an_error_naming_line_and_byte(tmp_path):
+    text = json.dumps(squad_json(), indent=1).replace("mary lives", "m\u00e4ry lives", 1)
+    path = tmp_path / "latin1.json"
+    path.write_bytes(text.encode("latin-1"))
+    line = text[:text.index("\u00e4")].count("\n") + 1
+    with pytest.raises(ValueError, match=rf"latin1.json, line {line}, byte offset {text.index(chr(0xe4))}: the file "
+                                         r"is not UTF-8 \(re-save it as UTF-8\)"):
+        read_squad(path)
+
+
 def test_windows_cover_the_context_with_the_stride(tokenizer):
     def spans(num_tokens, max_tokens, doc_stride):
         example = SquadExample("q", "", " ".join(["mary"] * num_tokens), [])  # no question: max_tokens + 3 tokens

@@ -1,4 +1,4 @@
-"""`bert_tf.squad_windows`: doc-stride windows and the best answer over them, against plain-Python references
+"""`bert_tf.tasks.squad`: doc-stride windows and the best answer over them, against plain-Python references
 of google-research/bert's rules; and the SavedModel answering exactly as `bert-tf predict` does."""
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 import bert_tf
-from bert_tf.squad_windows import WindowLayout, _max_context_window, best_answers, squad_windows
+from bert_tf.tasks.squad import WindowLayout, _max_context_window, best_answers, squad_windows
 from serving.export import export_saved_model
 from tiny_exports import VOCAB, tiny_encoder, write_vocab
 

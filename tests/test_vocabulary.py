@@ -1,6 +1,8 @@
 """Vocabulary files, special tokens, casing, and vocabulary learning."""
 
 import random
+import subprocess
+import sys
 
 import pytest
 import tensorflow as tf
@@ -32,8 +34,8 @@ def test_file_format_details(tmp_path):
 def test_bad_vocabularies_are_clear_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="not found"):
         Vocabulary.from_file(tmp_path / "missing.txt")
-    (tmp_path / "latin1.txt").write_bytes(b"caf\xe9\n")
-    with pytest.raises(ValueError, match="not UTF-8"):
+    (tmp_path / "latin1.txt").write_bytes(b"[PAD]\ncaf\xe9\n")
+    with pytest.raises(ValueError, match=r"latin1.txt, line 2, byte offset 9: the file is not UTF-8 \(re-save"):
         Vocabulary.from_file(tmp_path / "latin1.txt")
     with pytest.raises(ValueError, match="empty"):
         Vocabulary(())
@@ -97,3 +99,63 @@ def test_learning_bad_arguments(tmp_path):
         learn_vocabulary(tmp_path / "empty.txt", 100, tmp_path / "vocab.txt", progress=False)
     with pytest.raises(ValueError, match="no room"):
         learn_vocabulary(tmp_path / "empty.txt", 5, tmp_path / "vocab.txt")
+
+
+def test_learning_creates_the_output_folder_first_and_refuses_a_folder(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    _write_corpus(corpus, lines=50)
+    learn_vocabulary(corpus, 100, tmp_path / "new" / "folder" / "vocab.txt", progress=False, min_count=2)
+    assert (tmp_path / "new" / "folder" / "vocab.txt").is_file()
+    with pytest.raises(ValueError, match=r"is a folder; give the path of the vocab.txt to write"):
+        learn_vocabulary(corpus, 100, tmp_path / "new", progress=False)
+
+
+def vocabulary_warnings(caplog) -> list[str]:
+    return [record.getMessage() for record in caplog.records
+            if record.name == "bert_tf.vocabulary" and record.levelname == "WARNING"]
+
+
+def test_learning_warns_about_binary_files_and_files_that_are_not_utf8(tmp_path, caplog):
+    junk, latin1 = tmp_path / "junk.bin", tmp_path / "latin1.txt"
+    junk.write_bytes(random.Random(0).randbytes(20_000))
+    latin1.write_bytes("the café\n".encode("utf-8") * 3 + "a café\n".encode("latin-1"))
+    _write_corpus(tmp_path / "text.txt", lines=50)
+    learn_vocabulary([junk, latin1, tmp_path / "text.txt"], 100, tmp_path / "vocab.txt", progress=False, min_count=1)
+    warnings = vocabulary_warnings(caplog)
+    assert warnings[0].startswith(f"{junk} looks like binary data, not text: 1") and "check --corpus" in warnings[0]
+    assert warnings[1] == (f"{latin1}, line 4, byte offset 35: the file is not UTF-8 (re-save it as UTF-8); byte 0xe9 "
+                           "starts no UTF-8 character. Its bytes that are not UTF-8 are dropped from the words counted.")
+    assert len(warnings) == 2  # the text file is fine
+
+
+def test_learning_says_why_it_learned_fewer_tokens_than_asked_for(tmp_path, caplog):
+    corpus = tmp_path / "corpus.txt"
+    _write_corpus(corpus)  # 60 words, each seen at least 57 times
+    vocabulary = learn_vocabulary([corpus], 1000, tmp_path / "vocab.txt", progress=False)
+    assert vocabulary_warnings(caplog) == [f"Learned {len(vocabulary):,} tokens, fewer than the 1,000 asked for: the "
+                                           "corpus has no more word pieces; learn from more text."]
+    rng = random.Random(1)
+    with corpus.open("a", encoding="utf-8") as file:  # and 3,000 words seen once or twice
+        file.write(" ".join("".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=8)) for _ in range(3000)) + "\n")
+    caplog.clear()
+    vocabulary = learn_vocabulary([corpus], 1000, tmp_path / "vocab.txt", progress=False, min_count=10)
+    assert vocabulary_warnings(caplog) == [
+        f"Learned {len(vocabulary):,} tokens, fewer than the 1,000 asked for: no more word pieces occur at least "
+        "min_count=10 times (--min-count); lower it, or learn from more text."]
+    caplog.clear()
+    assert len(learn_vocabulary([corpus], 1000, tmp_path / "vocab.txt", progress=False, min_count=1)) > 950
+    assert vocabulary_warnings(caplog) == []
+
+
+def test_bert_tf_vocab_warns_on_the_command_line(tmp_path):
+    """The warnings show on stderr, and `--out`'s folder is made before the work."""
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(random.Random(0).randbytes(20_000))
+    out = tmp_path / "missing" / "vocab.txt"
+    result = subprocess.run([sys.executable, "-m", "bert_tf_cli", "vocab", "--corpus", str(junk), "--size", "5000",
+                             "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("WARNING ")]
+    assert warnings[0].startswith(f"WARNING {junk} looks like binary data, not text:")
+    assert warnings[1].startswith("WARNING Learned ") and "fewer than the 5,000 asked for" in warnings[1]
+    assert out.is_file() and f"to {out}" in result.stdout

@@ -9,8 +9,10 @@ other's inverse; nothing else differs.
 from __future__ import annotations
 
 import json
+import pickle
 import re
 import shutil
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -89,7 +91,14 @@ def _read_tensors(directory: Path) -> tuple[dict[str, np.ndarray], str]:
                 "checkpoint to model.safetensors (the safe format) first."
             ) from error
         # weights_only=True: the unpickler accepts tensors only and never runs code from the file.
-        state = torch.load(binary, map_location="cpu", weights_only=True)
+        try:
+            with warnings.catch_warnings():  # a pickle torch.save did not write: refused below, or read all the same
+                warnings.filterwarnings("ignore", message="Detected pickle protocol")
+                state = torch.load(binary, map_location="cpu", weights_only=True)
+        except (pickle.UnpicklingError, EOFError) as error:
+            raise ValueError(f"{binary} was refused: it is not a pickle of tensors only (unpickling it could run "
+                             "code from the file) or it is cut short. Use the checkpoint's model.safetensors, or "
+                             "re-save the weights from a copy you trust.") from error
         return {name: t.float().numpy() for name, t in state.items()}, str(binary)
     raise FileNotFoundError(f"No model.safetensors or pytorch_model.bin in {directory}.")
 

@@ -30,7 +30,7 @@ from bert_tf.checkpoints.google import is_google_checkpoint, read_google_checkpo
 from bert_tf.checkpoints.huggingface import is_hf_directory, read_hf_directory
 from bert_tf.checkpoints.keras_hub import is_keras_hub_preset, read_keras_hub_backbone, read_keras_hub_preset
 from bert_tf.config import BertConfig
-from bert_tf.task_spec import DEFAULT_SEQ_LENGTH, TaskSpec
+from bert_tf.tasks.spec import DEFAULT_SEQ_LENGTH, TaskSpec
 from bert_tf.vocabulary import Vocabulary
 
 logger = logging.getLogger(__name__)

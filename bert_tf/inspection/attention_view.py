@@ -29,6 +29,8 @@ from bert_tf.tokenizer import BertTokenizer
 logger = logging.getLogger(__name__)
 
 MEAN_OF_HEADS = "mean"
+GRID_TILE_INCHES_PER_TOKEN = 0.15  # plot_attention_grid: a tile's side per token (11 points: room for a label)
+GRID_TILE_MIN_INCHES = 2.0
 
 
 @dataclasses.dataclass
@@ -104,20 +106,32 @@ def plot_attention(tokens: list[str], matrix: np.ndarray, path, title: str = "",
     return _save_png(figure, path)
 
 
-def plot_attention_grid(maps: AttentionMaps, path, tile: float = 1.8, dpi: int = 100) -> Path:
-    """Every layer (rows) and head (columns) in one PNG, on one colour scale (0 to the largest weight);
-    token labels on the left column and bottom row."""
-    num_layers, num_heads = maps.probs.shape[:2]
-    figure = _figure((tile * num_heads + 1.0, tile * num_layers + 0.5), dpi)
+def plot_attention_grid(maps: AttentionMaps, path, dpi: int = 100, max_pixels: int = 40_000_000) -> Path:
+    """Every layer (rows, labelled on the left) and head (columns, labelled on top) in one PNG, on one colour scale
+    (0 to the largest weight); token labels on the left column and bottom row.
+
+    The figure grows with the grid and the text: each tile is `GRID_TILE_INCHES_PER_TOKEN` per token,
+    at least `GRID_TILE_MIN_INCHES` (12 × 12 heads of 20 tokens: about 37 × 37 inches). Above
+    `max_pixels`, the resolution is lowered to fit.
+    """
+    num_layers, num_heads, num_tokens = maps.probs.shape[:3]
+    tile = max(GRID_TILE_MIN_INCHES, GRID_TILE_INCHES_PER_TOKEN * num_tokens)
+    figsize = (tile * num_heads + 1.5, tile * num_layers + 0.5)  # and room for the labels and colour bar
+    dpi = min(dpi, (max_pixels / (figsize[0] * figsize[1])) ** 0.5)
+    figure = _figure(figsize, dpi)
     grid = figure.subplots(num_layers, num_heads, squeeze=False)
     largest = float(maps.probs.max())
+    token_fontsize = min(8.0, 0.8 * tile * 72 / num_tokens)  # points: a tick label fits its row
     for layer in range(num_layers):
         for head in range(num_heads):
             axes = grid[layer, head]
             image = axes.imshow(maps.probs[layer, head], cmap="viridis", vmin=0.0, vmax=largest)
-            axes.set_title(f"layer {layer} head {head}", fontsize=7)
-            _label_axes(axes, maps.tokens, fontsize=4)
-            if head:
+            _label_axes(axes, maps.tokens, fontsize=token_fontsize)
+            if layer == 0:
+                axes.set_title(f"head {head}", fontsize=11)
+            if head == 0:
+                axes.set_ylabel(f"layer {layer}", fontsize=11)
+            else:
                 axes.set_yticklabels([])
             if layer != num_layers - 1:
                 axes.set_xticklabels([])

@@ -5,6 +5,11 @@ A custom loop rather than `model.fit`: Keras 3's `fit` fails under
 needs the data position, which `fit` does not save. `BertPretrainer` still trains with
 `fit` on one host.
 
+A run survives being killed: it checkpoints every tenth of its steps or every 5 minutes,
+whichever comes first; SIGTERM or SIGINT saves a checkpoint at the current step and ends
+it; run again with the same config, it resumes from the newest intact checkpoint and says
+from which (see `bert_tf.training.run_folder`).
+
 Example:
     >>> config = PretrainingConfig(model="mini", output_dir="run/", num_train_steps=1000)  # doctest: +SKIP
     >>> run_pretraining(config, dataset_fn)  # dataset_fn(input_context) → batches of features  # doctest: +SKIP
@@ -16,6 +21,7 @@ import dataclasses
 import json
 import logging
 import shutil
+import signal
 import time
 from pathlib import Path
 from typing import Callable
@@ -28,11 +34,15 @@ from bert_tf.config import BertConfig
 from bert_tf.model import BertModel
 from bert_tf.optimization import OptimizerConfig
 from bert_tf.pretrainer import BertPretrainer, loss_denominators
+from bert_tf.training.checkpoint_cadence import CheckpointCadence
+from bert_tf.training.run_folder import CheckpointFolder, remove_interrupted_writes
+from bert_tf.training.stop_signals import STOP_SIGNALS, StopSignals
 from bert_tf.training.strategy import STRATEGY_NAMES, is_chief, make_strategy, worker_directory
 from bert_tf.vocabulary import read_vocab_file, resolve_lower_case
 
 logger = logging.getLogger(__name__)
 MIXED_PRECISION_POLICIES = (None, "mixed_float16", "mixed_bfloat16")
+MAX_DEFAULT_WARMUP_STEPS = 100  # the default warm-up: a tenth of the run, at most this
 
 
 @dataclasses.dataclass
@@ -59,7 +69,7 @@ class PretrainingConfig:
     # Optimization.
     global_batch_size: int = 32  # examples per step over all replicas (each gets global / replicas)
     num_train_steps: int = 1000  # optimizer updates
-    num_warmup_steps: int = 100  # linear warm-up updates
+    num_warmup_steps: int | None = None  # linear warm-up updates; None: a tenth of num_train_steps, at most 100
     learning_rate: float = 1e-4  # peak learning rate
     optimizer: str = "adamw"  # "adamw" or "lamb" (large batches)
     weight_decay: float = 0.01  # not applied to LayerNorm weights and biases
@@ -68,8 +78,10 @@ class PretrainingConfig:
     strategy: str = "default"  # "default", "mirrored" (local devices) or "multi_worker" (TF_CONFIG)
     mixed_precision: str | None = None  # None, "mixed_float16" (GPUs, with loss scaling) or "mixed_bfloat16"
     jit_compile: bool = False  # compile the training step with XLA
-    # Bookkeeping.
-    checkpoint_every: int = 500  # steps between checkpoints (and one at the end)
+    # Bookkeeping. A checkpoint is written at the steps checkpoint_every divides, after checkpoint_minutes of
+    # training since the last one, whichever comes first, and at the last step: a short or slow run keeps its work.
+    checkpoint_every: int | None = None  # steps between checkpoints; None: a tenth of the run
+    checkpoint_minutes: float | None = 5.0  # training time between checkpoints; None: by steps only
     keep_checkpoints: int = 3  # newest checkpoints kept
     log_every: int = 50  # steps between TensorBoard summaries and progress-line refreshes
 
@@ -87,11 +99,16 @@ class PretrainingConfig:
                 "train in float32 here, or use mixed_bfloat16 on CPUs with bfloat16 units."
             )
         for name in ("seq_length", "max_predictions_per_seq", "global_batch_size", "num_train_steps",
-                     "checkpoint_every", "keep_checkpoints", "log_every"):
-            if getattr(self, name) <= 0:
+                     "checkpoint_every", "checkpoint_minutes", "keep_checkpoints", "log_every"):
+            if getattr(self, name) is not None and getattr(self, name) <= 0:
                 raise ValueError(f"PretrainingConfig: {name} must be positive, got {getattr(self, name)!r}.")
         if self.max_predictions_per_seq >= self.seq_length:
             raise ValueError("PretrainingConfig: max_predictions_per_seq must be smaller than seq_length.")
+        if self.num_warmup_steps is None:
+            self.num_warmup_steps = min(MAX_DEFAULT_WARMUP_STEPS, self.num_train_steps // 10)
+        if not 0 <= self.num_warmup_steps < self.num_train_steps:
+            raise ValueError(f"PretrainingConfig: num_warmup_steps must be at least 0 and below num_train_steps "
+                             f"({self.num_train_steps}), got {self.num_warmup_steps}.")
         if self.vocab_file:
             self.lower_case = resolve_lower_case(self.vocab_file, self.lower_case)
 
@@ -112,6 +129,8 @@ class PretrainingResult:
     step: int  # batches trained in total, this run and the runs it resumed
     metrics: dict[str, float]  # the last logged values
     checkpoint: str | None  # the newest checkpoint
+    # SIGTERM or SIGINT when a signal ended the run early: its checkpoint is saved, model/ is not written.
+    stopped_by: signal.Signals | None = None
 
 
 def build_pretrainer(config: PretrainingConfig) -> BertPretrainer:
@@ -158,14 +177,22 @@ def run_pretraining(
     stop_after_steps: int | None = None,
     max_seconds: float | None = None,
 ) -> PretrainingResult:
-    """Trains until `config.num_train_steps` updates, resuming from the newest checkpoint in `output_dir`.
+    """Trains until `config.num_train_steps` updates, resuming from the newest intact checkpoint in `output_dir`.
 
-    `stop_after_steps` and `max_seconds` end this run early, with a checkpoint, for
-    time-sliced or preemptible jobs: run again with the same config to continue.
+    It says where it starts ("Resuming from step 300 (run/checkpoints/ckpt-300)" or "Starting at
+    step 0"), in the log and the progress output. `stop_after_steps` and `max_seconds` end this
+    run early, with a checkpoint, for time-sliced or preemptible jobs; so does SIGTERM or SIGINT
+    (`PretrainingResult.stopped_by`), which then writes no model. Run again with the same config to
+    continue; one for another model is a ValueError.
 
     `dataset_fn(input_context)` returns this worker's dataset of per-replica batches
     (`input_context.get_per_replica_batch_size(global_batch_size)` examples each) with
     the `PRETRAINING_FEATURES`; shard it with `input_context.input_pipeline_id`.
+
+    Example:
+        >>> config = PretrainingConfig(output_dir="run/", num_train_steps=1000)
+        >>> result = run_pretraining(config, dataset_fn)  # doctest: +SKIP
+        Resuming from step 300 (run/checkpoints/ckpt-300)
     """
     strategy = make_strategy(config.strategy)
     output_dir = Path(config.output_dir)
@@ -192,11 +219,17 @@ def run_pretraining(
             keras.mixed_precision.set_global_policy("float32")
 
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step)
-    checkpoint_dir = worker_directory(str(output_dir / "checkpoints"), strategy)
-    manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=config.keep_checkpoints)
-    restored = manager.restore_or_initialize()
-    if restored and chief:
-        logger.info("Resumed from %s at step %d.", restored, int(step.numpy()))
+    # Every worker resumes from the chief's checkpoints (a filesystem they share) and writes its own copy.
+    checkpoints = CheckpointFolder(output_dir / "checkpoints")
+    saved_to = CheckpointFolder(worker_directory(str(checkpoints.directory), strategy))
+    if chief:
+        remove_interrupted_writes(output_dir)
+    checkpoints.check_model_config(model.encoder.config)
+    restored = checkpoints.restore_newest_intact(checkpoint)
+    newest = None if restored is None else str(checkpoints.prefix(restored))
+    if chief:
+        checkpoints.record_model_config(model.encoder.config)
+        _announce(f"Resuming from step {restored} ({newest})" if newest else "Starting at step 0", progress)
     iterator = iter(strategy.distribute_datasets_from_function(_skipping(dataset_fn, int(step.numpy()))))
     total_batches = config.num_train_steps * config.gradient_accumulation_steps
 
@@ -213,41 +246,67 @@ def run_pretraining(
         gradients = compute_gradients(features, loss_denominators(features))
         optimizer.apply_gradients(zip(gradients, model.trainable_variables))
 
+    def agree(requests):
+        # tf.identity puts the value on this replica's device, which the all-reduce needs.
+        return tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, tf.identity(requests))
+
     @tf.function(reduce_retracing=True)
-    def train_step(iterator):
+    def train_step(iterator, requests):
+        """One batch; returns `requests` summed over the workers, so that all of them save or stop together."""
         strategy.run(train_one_batch, args=(next(iterator),))
         step.assign_add(1)
+        return strategy.experimental_local_results(strategy.run(agree, args=(requests,)))[0]
 
     if chief:
         (output_dir / "logs").mkdir(parents=True, exist_ok=True)
         (output_dir / "pretraining_config.json").write_text(json.dumps(dataclasses.asdict(config), indent=2) + "\n")
     writer = tf.summary.create_file_writer(str(output_dir / "logs")) if chief else tf.summary.create_noop_writer()
     progbar = keras.utils.Progbar(total_batches, stateful_metrics=["examples/s"], verbose=1 if (progress and chief) else 0)
-    metrics, started, started_step = {}, time.perf_counter(), int(step.numpy())
+    metrics, started = {}, time.perf_counter()
+    current = started_step = int(step.numpy())
     progbar.update(started_step)
+    cadence = CheckpointCadence(config.checkpoint_every or max(1, total_batches // 10),
+                                None if config.checkpoint_minutes is None else config.checkpoint_minutes * 60)
     last_step = min(total_batches, started_step + (stop_after_steps or total_batches))
-    while int(step.numpy()) < last_step:
-        train_step(iterator)
-        current = int(step.numpy())
-        if max_seconds is not None and time.perf_counter() - started >= max_seconds:
-            last_step = current
-        if current % config.log_every == 0 or current == last_step:
-            elapsed = time.perf_counter() - started
-            metrics = {m.name: float(m.result()) for m in model.metrics if m.name != "loss"}
-            metrics["loss"] = metrics["mlm_loss"] + metrics["nsp_loss"]
-            metrics["examples/s"] = (current - started_step) * config.global_batch_size / max(elapsed, 1e-9)
-            metrics["learning_rate"] = float(optimizer.learning_rate)
-            with writer.as_default(step=current):
-                for name, value in metrics.items():
-                    tf.summary.scalar(name.replace("/", "_per_"), value)
-            for metric in model.metrics:
-                metric.reset_state()
-            progbar.update(current, values=[(k, v) for k, v in metrics.items() if k != "learning_rate"])
-        if current % config.checkpoint_every == 0 or current == last_step:
-            manager.save(checkpoint_number=current)
-    if chief:
+    stopped_by = None
+    with StopSignals() as signals:
+        while current < last_step:
+            out_of_time = max_seconds is not None and time.perf_counter() - started >= max_seconds
+            requests = [cadence.time_due(), out_of_time, *(signals.received == s for s in STOP_SIGNALS)]
+            agreed = train_step(iterator, tf.constant([float(r) for r in requests])).numpy() > 0
+            checkpoint_due, out_of_time, *signalled = agreed
+            stopped_by = next((s for s, received in zip(STOP_SIGNALS, signalled) if received), None)
+            current = int(step.numpy())
+            if out_of_time or stopped_by:
+                last_step = current
+            if current % config.log_every == 0 or current == last_step:
+                elapsed = time.perf_counter() - started
+                metrics = {m.name: float(m.result()) for m in model.metrics if m.name != "loss"}
+                metrics["loss"] = metrics["mlm_loss"] + metrics["nsp_loss"]
+                metrics["examples/s"] = (current - started_step) * config.global_batch_size / max(elapsed, 1e-9)
+                metrics["learning_rate"] = float(optimizer.learning_rate)
+                with writer.as_default(step=current):
+                    for name, value in metrics.items():
+                        tf.summary.scalar(name.replace("/", "_per_"), value)
+                for metric in model.metrics:
+                    metric.reset_state()
+                progbar.update(current, values=[(k, v) for k, v in metrics.items() if k != "learning_rate"],
+                               finalize=current == last_step)
+            if cadence.step_due(current) or checkpoint_due or current == last_step:
+                newest = str(saved_to.save(checkpoint, current, keep=config.keep_checkpoints))
+                cadence.saved()
+    if not chief:
+        shutil.rmtree(saved_to.directory, ignore_errors=True)
+    elif stopped_by:
+        logger.info("%s: stopped at step %d with checkpoint %s.", stopped_by.name, current, newest)
+    else:
         save_pretrained(model, output_dir / "model", vocab_file=config.vocab_file, lower_case=config.lower_case,
                         task="pretrainer", seq_length=config.seq_length)
-    else:
-        shutil.rmtree(checkpoint_dir, ignore_errors=True)
-    return PretrainingResult(model=model, step=int(step.numpy()), metrics=metrics, checkpoint=manager.latest_checkpoint)
+    return PretrainingResult(model=model, step=current, metrics=metrics, checkpoint=newest, stopped_by=stopped_by)
+
+
+def _announce(message: str, progress: bool) -> None:
+    """Logs `message` and, when the progress bar shows, prints it above the bar."""
+    logger.info(message)
+    if progress:
+        print(message, flush=True)

@@ -26,8 +26,13 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import tensorflow as tf
+import tensorflow_text as tf_text
 
 from bert_tf.vocabulary import Vocabulary
+
+# Python's str.split() whitespace (what `bert-tf predict` splits words at): RE2's \s, \v, the separators
+# U+001C..U+001F, U+0085, and Unicode category Z. (tensorflow-text's WhitespaceTokenizer cut "\u00a0" in half.)
+WHITESPACE = r"[\s\x{0b}\x{1c}-\x{1f}\x{85}\p{Z}]+"
 
 
 class WordWindows(NamedTuple):
@@ -104,3 +109,35 @@ def word_windows(pieces: tf.RaggedTensor, seq_length: int, vocabulary: Vocabular
         word_window=tf.RaggedTensor.from_row_splits(tf.cast(local_window, tf.int32), pieces.row_splits),
         word_position=tf.RaggedTensor.from_row_splits(tf.cast(offset + 1, tf.int32), pieces.row_splits),
     )
+
+
+def split_words(text: tf.Tensor) -> tf.RaggedTensor:
+    """Texts [batch] → words [batch, (words)], split at whitespace as Python's `str.split()` does."""
+    return tf_text.regex_split(text, WHITESPACE)
+
+
+def window_inputs(windows: WordWindows, seq_length: int, pad_id: int) -> dict[str, tf.Tensor]:
+    """The three id tensors of all windows of the batch, int32 [windows, seq_length]."""
+    tokens = windows.input_word_ids.values
+    shape = [None, seq_length]
+    mask = tf.ones_like(tokens).to_tensor(0, shape=shape)
+    return {"input_word_ids": tokens.to_tensor(pad_id, shape=shape), "input_mask": mask,
+            "input_type_ids": tf.zeros_like(mask)}
+
+
+def token_outputs(logits: tf.Tensor, input_mask: tf.Tensor, label_names: tuple[str, ...]) -> dict[str, tf.Tensor]:
+    """Per-token `probabilities` [rows, s, k], `tag_ids` [rows, s] and `tags` [rows, s] ("" on padding)."""
+    probabilities = tf.nn.softmax(tf.cast(logits, tf.float32))
+    tag_ids = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+    # "" on padding, by gathering from the names plus "" (a select of strings has no TFLite kernel).
+    padded = tf.where(tf.cast(input_mask, tf.bool), tag_ids, len(label_names))
+    tags = tf.gather(tf.constant(tuple(label_names) + ("",)), padded)
+    return {"probabilities": probabilities, "tag_ids": tag_ids, "tags": tags}
+
+
+def word_values(per_window: tf.Tensor, windows: WordWindows) -> tf.RaggedTensor:
+    """Each word's value at its first piece, [batch, (words)], from per-token values [batch, windows, s, ...]."""
+    window, position = windows.word_window, windows.word_position
+    where = tf.stack([window.value_rowids(), tf.cast(window.flat_values, tf.int64),
+                      tf.cast(position.flat_values, tf.int64)], axis=1)
+    return window.with_flat_values(tf.gather_nd(per_window, where))

@@ -168,6 +168,41 @@ def best_answers(start_logits, end_logits, layout: WindowLayout, max_answer_leng
     )
 
 
+def answer_char_spans(answers: SquadAnswers, token_starts: tf.RaggedTensor, token_ends: tf.RaggedTensor):
+    """(start, end) [examples] int32 of each answer in its context (character offsets of its first and
+    last tokens, `token_starts`/`token_ends` [examples, (tokens)]); (0, 0) for no answer."""
+    return _token_offset(token_starts, answers.first_token), _token_offset(token_ends, answers.last_token)
+
+
+def row_answers(start_logits, end_logits, type_ids, mask, max_answer_length: int, n_best_size: int,
+                version_2: bool, null_score_threshold: float = 0.0) -> dict[str, tf.Tensor]:
+    """The best answer of each row taken as one window `[CLS] question [SEP] context [SEP]` (what a
+    caller that made its windows itself sends): `answer_start`, `answer_end` (token positions [rows];
+    0 for none), `answer_score` and `answer_probability`, by `best_answers`' rules."""
+    real = tf.equal(mask, 1)
+    context_offset = tf.reduce_sum(tf.cast(real & tf.equal(type_ids, 0), tf.int32), axis=1)
+    doc_length = tf.maximum(tf.reduce_sum(tf.cast(real & tf.equal(type_ids, 1), tf.int32), axis=1) - 1, 0)  # no [SEP]
+    rows = tf.shape(start_logits)[0]
+    layout = WindowLayout(example_index=tf.range(rows), doc_start=tf.zeros([rows], tf.int32), doc_length=doc_length,
+                          context_offset=context_offset, num_windows=tf.ones([rows], tf.int32))
+    answers = best_answers(start_logits, end_logits, layout, max_answer_length=max_answer_length,
+                           n_best_size=n_best_size, version_2=version_2, null_score_threshold=null_score_threshold)
+    found = answers.first_token >= 0
+    return {
+        "answer_start": tf.where(found, answers.first_token + context_offset, 0),
+        "answer_end": tf.where(found, answers.last_token + context_offset, 0),
+        "answer_score": answers.score,
+        "answer_probability": answers.probability,
+    }
+
+
+def _token_offset(offsets: tf.RaggedTensor, token) -> tf.Tensor:
+    """Each example's offset [examples] (int32) of its context token `token` ([examples]; -1: none, offset 0)."""
+    values = tf.concat([tf.cast(offsets.flat_values, tf.int32), [0]], axis=0)
+    index = tf.where(token >= 0, tf.cast(offsets.row_starts(), tf.int32) + token, tf.size(values) - 1)
+    return tf.gather(values, index)
+
+
 def _ceil_div(numerator, denominator):
     return -tf.math.floordiv(-numerator, denominator)
 

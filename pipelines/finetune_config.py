@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from bert_tf.task_spec import DEFAULT_SEQ_LENGTH, FINETUNED_TASKS as TASKS, TaskSpec
+from bert_tf.tasks.spec import DEFAULT_SEQ_LENGTH, FINETUNED_TASKS as TASKS, TaskSpec
 # The dev-set score that picks the best epoch and drives early stopping (higher is better).
 PRIMARY_METRIC = {"classify": "accuracy", "ner": "f1", "squad": "f1"}
 

@@ -12,7 +12,8 @@ cannot disagree. The defaults here are the only ones (BERT's `run_squad.py` for 
 | squad | `BertSpanLabeler` | doc_stride, max_query_length, max_answer_length, n_best_size, null_score_threshold, version_2 |
 | encoder, pretrainer | `BertModel`, `BertPretrainer` | text_pair, truncation |
 
-Long inputs: classification truncates (pairs with `truncation`); NER cuts a sentence into
+Long inputs: every raw text is first cut to `max_text_bytes` UTF-8 bytes (a bound on the cost of
+tokenizing it); classification truncates (pairs with `truncation`); NER cuts a sentence into
 consecutive windows of whole words, so every word is tagged; SQuAD reads the context in
 windows `doc_stride` tokens apart and answers with the best span over all of them.
 
@@ -42,6 +43,7 @@ class TaskSpec:
     task: str  # one of TASKS
     seq_length: int  # tokens per model input, [CLS] and [SEP] included
     label_names: tuple[str, ...] = ()  # classify: class names; ner: tags (BIO)
+    max_text_bytes: int = 65536  # each raw text is cut to this many UTF-8 bytes first (bert_tf.tasks.text_budget)
     # Classification (and encoders): the text inputs and how pairs are cut to seq_length. "longest_first" is
     # google-research/bert's truncate_seq_pair: the longer text loses a token until the pair fits.
     text_pair: bool = False
@@ -65,7 +67,8 @@ class TaskSpec:
             raise ValueError(f"Unknown task {self.task!r}; use one of {list(TASKS)}.")
         if self.truncation not in TRUNCATIONS:
             raise ValueError(f"Unknown truncation {self.truncation!r}; use one of {list(TRUNCATIONS)}.")
-        for name in ("seq_length", "doc_stride", "max_query_length", "max_answer_length", "n_best_size"):
+        for name in ("seq_length", "max_text_bytes", "doc_stride", "max_query_length", "max_answer_length",
+                     "n_best_size"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}.")

@@ -1,0 +1,72 @@
+"""`bert-tf` starts light and quiet: `--help` imports no TensorFlow, `--version` answers, and commands print none
+of TensorFlow's native log lines unless `-v` is given (the real `bert-tf` script, in a subprocess)."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import bert_tf
+from bert_tf_cli import COMMAND_MODULES, main
+from tiny_exports import tiny_encoder, write_vocab
+
+BERT_TF = Path(sys.executable).parent / "bert-tf"
+NATIVE_LOG_MARKERS = ("cuInit", "oneDNN", "cpu_feature_guard", "absl::InitializeLog", "I0000", "E0000", "W0000")
+
+
+def test_help_imports_no_tensorflow():
+    commands = [["--help"]] + [[name.replace("_", "-"), "--help"] for name in COMMAND_MODULES]
+    script = (f"import sys\nfrom bert_tf_cli import main\nfor argv in {commands!r}:\n"
+              "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+              "print(sorted(m for m in ('tensorflow', 'keras', 'bert_tf', 'pipelines') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout.splitlines()[-1] == "[]", result.stderr
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out == f"bert-tf {bert_tf.__version__}\n"
+
+
+def test_export_help_says_when_name_is_required(capsys):
+    with pytest.raises(SystemExit):
+        main(["export", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--name NAME SavedModel: the model's name, its directory under --out (required unless --format tflite)" \
+        in help_text
+
+
+def test_cli_copies_of_library_constants_agree():
+    from bert_tf.inspection.embeddings import POOLINGS
+    from bert_tf_cli import embed
+
+    assert embed.POOLINGS == POOLINGS
+
+
+@pytest.fixture(scope="module")
+def classifier_dir(tmp_path_factory):
+    base = tmp_path_factory.mktemp("quiet")
+    model = bert_tf.BertClassifier(tiny_encoder(), num_classes=2, label_names=["neg", "pos"])
+    return bert_tf.save_pretrained(model, base / "classifier", vocab_file=write_vocab(base), seq_length=16)
+
+
+def bert_tf_command(*args):
+    env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+    return subprocess.run([str(BERT_TF), *map(str, args)], capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_commands_are_quiet_unless_verbose(classifier_dir):
+    result = bert_tf_command("predict", "--model", classifier_dir, "the film was great")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.endswith("\tthe film was great\n")
+    noisy = [line for line in result.stderr.splitlines() if any(marker in line for marker in NATIVE_LOG_MARKERS)]
+    assert noisy == [], result.stderr
+
+    result = bert_tf_command("-v", "predict", "--model", classifier_dir, "the film was great")
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"^[IWE]\d{4} ", result.stderr, re.MULTILINE), result.stderr  # TensorFlow's own lines, as before
