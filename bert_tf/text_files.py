@@ -33,6 +33,7 @@ def first_non_utf8_byte(lines: Iterable[bytes]) -> tuple[int, int, int] | None:
 
 
 def not_utf8_message(path, line: int, offset: int, byte: int) -> str:
+    """The one-line message for a file's first byte that is not UTF-8 (see `first_non_utf8_byte`)."""
     return (f"{path}, line {line}, byte offset {offset}: the file is not UTF-8 (re-save it as UTF-8); "
             f"byte 0x{byte:02x} starts no UTF-8 character.")
 

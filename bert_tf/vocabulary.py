@@ -220,8 +220,8 @@ def learn_vocabulary(
     too small for that gives a smaller vocabulary, with a warning. Words longer than
     `max_word_length` characters are not learned from.
 
-    Before the work: `out`'s folder is created, and a file that looks like binary data or is not
-    UTF-8 (its bad bytes are dropped) is warned about as it is counted.
+    `out`'s folder is created first. A corpus file that looks like binary data, or is not UTF-8 (its
+    bad bytes are dropped), is warned about once the words are counted, before the learning.
 
     Example (`bert-tf vocab` calls exactly this):
         >>> learn_vocabulary(["corpus.txt"], 8000, "vocab.txt")  # doctest: +SKIP

@@ -59,10 +59,11 @@ class StageResult:
 
 def _training_texts(config: QuickstartConfig, out: Path) -> Path:
     """The corpus plus the training texts, for vocabulary learning (labels left out)."""
+    from bert_tf.text_files import utf8_lines
     from pipelines.classification_data import read_classification_file
 
     path = out / "vocabulary_text.txt"
-    lines = [Path(f).read_text(encoding="utf-8") for f in config.corpus]
+    lines = ["".join(utf8_lines(f)) for f in config.corpus]
     examples = read_classification_file(config.train)
     lines += examples.texts + (examples.text_pairs or [])
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

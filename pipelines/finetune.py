@@ -35,10 +35,10 @@ import numpy as np
 import bert_tf
 from bert_tf.checkpoints import check_vocabulary_fits
 from bert_tf.checkpoints.pretrained import presets_home
-from pipelines.finetune_config import FinetuneConfig
 from bert_tf.optimization import create_optimizer
 from bert_tf.tokenizer import BertTokenizer
 from bert_tf.vocabulary import read_vocab_file, resolve_lower_case
+from pipelines.finetune_config import FinetuneConfig
 
 CASING_FLAGS = ("--cased (lower_case=False)", "--uncased (lower_case=True)")  # how casing errors name them
 from pipelines.finetune_task import FinetuneTask

@@ -22,10 +22,10 @@ import abc
 import keras
 import tensorflow as tf
 
-from pipelines.finetune_config import FinetuneConfig
 from bert_tf.tasks.spec import TaskSpec
 from bert_tf.tokenizer import BertTokenizer
 from pipelines.bucketing import batch_examples
+from pipelines.finetune_config import FinetuneConfig
 from pipelines.model_outputs import predict_examples
 
 

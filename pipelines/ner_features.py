@@ -29,8 +29,8 @@ import tensorflow as tf
 
 from bert_tf.tasks.ner import word_windows
 from bert_tf.tokenizer import BertTokenizer
-from pipelines.bucketing import rows_dataset
 from bert_tf.word_alignment import align_word_labels, first_piece_positions, word_predictions
+from pipelines.bucketing import rows_dataset
 
 WORDS_PER_CALL = 16384  # words tokenized per graph call
 

@@ -9,10 +9,10 @@ Example:
 from __future__ import annotations
 
 from bert_tf.checkpoints import ModelDirectory
-from pipelines.finetune_config import FinetuneConfig
 from bert_tf.tasks.spec import TaskSpec
 from bert_tf.tokenizer import BertTokenizer
 from pipelines.classification_task import ClassificationTask
+from pipelines.finetune_config import FinetuneConfig
 from pipelines.finetune_task import FinetuneTask
 from pipelines.ner_task import NerTask
 from pipelines.squad_task import SquadTask

@@ -286,6 +286,8 @@ class VersionedModel:
             failure = self._failures.pop(version)  # no longer wanted (or gone): tried afresh if picked again
             if self._states.get(version, failure.end).state == "LOADING":
                 self._set_state(version, failure.end)
+            if version not in self._on_disk:
+                logger.info("Version %d of model %r is gone: it is loaded afresh if it comes back.", version, self.name)
         now = time.monotonic()
         for version in sorted(picked - set(self._servables), reverse=True):
             failure = self._failures.get(version)
@@ -319,11 +321,11 @@ class VersionedModel:
                 version, self.name, attempts, self.retries.max_retries, interval, end.error_message,
             )
         else:
-            self._set_state(version, end)
             logger.error(
                 "Loading version %d of model %r failed %d time(s); giving up: %s",
                 version, self.name, attempts, end.error_message,
             )
+            self._set_state(version, end)
 
     def _unload_unpicked(self, picked: set[int]) -> None:
         servables = self._servables
@@ -338,7 +340,8 @@ class VersionedModel:
                 self._states[version] = VersionState("END")
         logger.info("Unloaded version %s of model %r.", ", ".join(map(str, unpicked)), self.name)
         if not self._servables:
-            logger.warning("Model %r serves no version now: none is left in %s.", self.name, self.base_path)
+            why = f"its policy ({self.policy.describe()}) picks none of those" if self._on_disk else "none is left"
+            logger.warning("Model %r serves no version now: %s in %s.", self.name, why, self.base_path)
 
     def _set_state(self, version: int, state: VersionState) -> None:
         with self._lock:
@@ -364,7 +367,7 @@ class ModelManager:
         allow_version_labels_for_unavailable_models: bool = False,
     ):
         if bool(configs) == (config_file is not None):
-            raise ValueError("Give the models' configs or a model config file, not both.")
+            raise ValueError("Give either the models' configs or a model config file.")
         self.config_file = Path(config_file) if config_file is not None else None
         self.config_poll_wait_s = config_poll_wait_s
         self.poll_wait_s = poll_wait_s
@@ -466,14 +469,16 @@ class ModelManager:
                     models[config.name] = current[config.name]
                     models[config.name].set_policy(config.policy)
             models = {config.name: models[config.name] for config in configs}  # in the config's order
-            for name, model in current.items():
-                if models.get(name) is not model:
-                    model.stop()
-                    logger.info("Stopped serving model %r.", name)
-            self._models = models
-            labels = {config.name: self._checked_labels(config, models[config.name]) for config in configs}
-            for name, model in models.items():
-                model.labels = labels[name]
+            try:
+                labels = {config.name: self._checked_labels(config, models[config.name]) for config in configs}
+                for name, model in models.items():
+                    model.labels = labels[name]
+            finally:  # the models change even if the labels do not
+                for name, model in current.items():
+                    if models.get(name) is not model:
+                        model.stop()
+                        logger.info("Stopped serving model %r.", name)
+                self._models = models
 
     def _check_base_path(self, config: ModelConfig) -> None:
         try:

@@ -65,3 +65,17 @@ def test_quick_techniques_benchmark_times_every_variant_and_restores_the_origina
     assert all(timing["median_per_s"] > 0 for timing in [*data["pretraining"].values(), *data["classifier"].values()])
     restored = [getattr(owner, attribute) for patches in REPLACEMENTS.values() for owner, attribute, _ in patches]
     assert all(now is then for now, then in zip(restored, originals))
+
+
+def test_serving_load_writes_the_direct_call_and_one_row_per_transport(tmp_path):
+    from benchmarks import serving_load
+
+    results_md = tmp_path / "RESULTS.md"
+    argv = ["--modes", "rest-new", "grpc-kept", "--clients", "2", "--requests", "4", "--rounds", "2", "--warmup", "1",
+            "--results", str(results_md)]
+    assert serving_load.main(argv) == 0
+    assert "| direct call (in process) | 4 | 0 |" in results_md.read_text(encoding="utf-8")
+    rows = json.loads((tmp_path / "results" / "serving_load.json").read_text(encoding="utf-8"))["rows"]
+    assert [(row["transport"], row["connections"], row["clients"]) for row in rows] == [
+        ("direct", "", 1), ("rest", "new", 2), ("grpc", "kept", 2)]
+    assert all(row["requests"] == 4 and row["errors"] == 0 and row["requests_per_s"] > 0 for row in rows)

@@ -4,6 +4,7 @@ a model config file serves several models with their version policies and labels
 and GetModelStatus tells what happened."""
 
 import json
+import logging
 import shutil
 import time
 import urllib.error
@@ -124,6 +125,7 @@ def test_a_version_copied_in_file_by_file_is_served_within_the_retry_interval(tm
 
 def test_a_broken_version_is_retried_then_reported_and_the_previous_one_keeps_serving(tmp_path, saved_versions,
                                                                                       caplog):
+    caplog.set_level(logging.INFO, "serving.model_manager")
     base = model_base(tmp_path, saved_versions, [1])
     with ModelServer(NAME, base, poll_wait_s=0.1, max_num_load_retries=2, load_retry_interval_s=0.05) as server:
         (base / "2").mkdir()
@@ -136,7 +138,7 @@ def test_a_broken_version_is_retried_then_reported_and_the_previous_one_keeps_se
         assert served_version(server) == 1 and status(server)[1] == "AVAILABLE"
 
         shutil.rmtree(base / "2")  # gone and back: tried afresh
-        time.sleep(0.3)
+        wait_for(lambda: "Version 2 of model 'demo' is gone" in caplog.text, what="version 2 seen gone")
         add_version(saved_versions, base, 2)
         wait_for(lambda: status(server) == {2: "AVAILABLE", 1: "END"}, what="the new version 2 served")
 
