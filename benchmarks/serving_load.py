@@ -202,20 +202,27 @@ class Row:
 
     @property
     def requests(self) -> int:
+        """Requests sent, answered or not."""
         return sum(self.round_requests)
 
     @property
     def requests_per_s(self) -> float:
-        return self.requests / sum(self.round_seconds) if self.round_seconds else float("nan")
+        """Requests answered per second of the rounds."""
+        return len(self.latencies) / sum(self.round_seconds) if self.round_seconds else float("nan")
 
     def percentile_ms(self, q: float) -> float:
         return float(np.percentile(self.latencies, q)) * 1e3 if self.latencies else float("nan")
+
+    @property
+    def mean_ms(self) -> float:
+        return float(np.mean(self.latencies)) * 1e3 if self.latencies else float("nan")
 
     def summary(self) -> dict:
         return {
             "label": self.label, "transport": self.transport, "connections": self.connections, "clients": self.clients,
             "requests": self.requests, "errors": len(self.errors), "first_errors": self.errors[:5],
             "requests_per_s": self.requests_per_s, "p50_ms": self.percentile_ms(50), "p99_ms": self.percentile_ms(99),
+            "mean_ms": self.mean_ms,
             "round_requests": self.round_requests, "round_seconds": self.round_seconds,
             "client_cpu_s": self.client_cpu_s, "server_cpu_s": self.server_cpu_s,
         }
@@ -254,9 +261,9 @@ def server_round(row: Row, transport, count: int, deadline: float, server_pid: i
             except Exception as error:  # counted; this client sends nothing
                 row.errors.append(f"connect: {_describe(error)}")
         start.wait()
-        while connection is not None or not keep_alive:
-            if not tickets.take():
-                return
+        if keep_alive and connection is None:
+            return
+        while tickets.take():
             began = time.perf_counter()
             try:
                 if keep_alive:
@@ -275,7 +282,6 @@ def server_round(row: Row, transport, count: int, deadline: float, server_pid: i
     threads = [threading.Thread(target=client, daemon=True) for _ in range(row.clients)]
     for thread in threads:
         thread.start()
-    done_before = len(row.latencies) + len(row.errors)
     start.wait()
     client_cpu, server_cpu, began = time.process_time(), _process_cpu_seconds(server_pid), time.perf_counter()
     for thread in threads:
@@ -283,7 +289,7 @@ def server_round(row: Row, transport, count: int, deadline: float, server_pid: i
     row.round_seconds.append(time.perf_counter() - began)
     row.client_cpu_s += time.process_time() - client_cpu
     row.server_cpu_s += _process_cpu_seconds(server_pid) - server_cpu
-    row.round_requests.append(len(row.latencies) + len(row.errors) - done_before)
+    row.round_requests.append(count - tickets.left)
     for connection in kept:
         transport.close(connection)
 
@@ -375,8 +381,8 @@ def _number(value: float, digits: int = 1) -> str:
     return "–" if np.isnan(value) else f"{value:,.{digits}f}"
 
 
-def markdown(command: str, args, model: str, rows: list[Row], load_before: str, started: datetime.datetime,
-             minutes: float, info: dict) -> str:
+def markdown(command: str, args, model: str, rows: list[Row], info: dict, started: datetime.datetime,
+             minutes: float) -> str:
     """The RESULTS.md section: set-up, the table, and the errors if there were any."""
     from benchmarks.machine import machine_line
     from benchmarks.report import markdown_table
@@ -384,17 +390,18 @@ def markdown(command: str, args, model: str, rows: list[Row], load_before: str, 
     reference = rows[0].requests_per_s
     table = []
     for row in rows:
-        rates = [n / s for n, s in zip(row.round_requests, row.round_seconds) if s > 0]
+        rates = [n / s for n, s in zip(row.round_requests, row.round_seconds) if n and s > 0]
         server_ms = "–" if row.transport == "direct" else _number(row.server_cpu_s / max(row.requests, 1) * 1e3, 2)
         wall = sum(row.round_seconds) or float("nan")
         busy = f"{_number(row.client_cpu_s / wall, 2)} + {_number(row.server_cpu_s / wall, 2)}"
         table.append([
             row.label, f"{row.requests:,}", len(row.errors), _number(row.requests_per_s),
             f"**{row.requests_per_s / reference:.3f}**", _number(row.percentile_ms(50), 2),
-            _number(row.percentile_ms(99), 2), f"{_number(min(rates), 0)}–{_number(max(rates), 0)}" if rates else "–",
+            _number(row.percentile_ms(99), 2), _number(row.mean_ms, 2),
+            f"{_number(min(rates), 0)}–{_number(max(rates), 0)}" if rates else "–",
             _number(row.client_cpu_s / max(row.requests, 1) * 1e3, 2), server_ms, busy,
         ])
-    header = ["row", "requests", "errors", "requests/s", "ratio to direct", "p50 ms", "p99 ms",
+    header = ["row", "requests", "errors", "requests/s", "ratio to direct", "p50 ms", "p99 ms", "mean ms",
               "requests/s per round (min–max)", "client CPU ms/request", "server CPU ms/request",
               "cores busy: client + server"]
     stopped = any(row.requests < args.requests for row in rows)
@@ -403,7 +410,8 @@ def markdown(command: str, args, model: str, rows: list[Row], load_before: str, 
         f"## Serving load: development server vs. the direct SavedModel call ({started:%Y-%m-%d %H:%M} UTC)",
         "",
         f"- Command: `{command}` ({minutes:.1f} min)",
-        f"- Machine: {machine_line(info)}, grpcio {grpc.__version__}; load average before the run {load_before}",
+        f"- Machine: {machine_line(info)}, grpcio {grpc.__version__}; that load average is from before the run, "
+        f"at its end it was {os.getloadavg()[0]:.1f} (1 min, the run's own threads included)",
         f"- Model: {model}; signature `{args.signature_name}`, batch {args.batch_size}, the same inputs in every request",
         f"- Set-up: development server (`serving/server.py`) in a child process on 127.0.0.1 with "
         f"{args.grpc_max_threads} gRPC threads and {args.rest_api_num_threads} REST workers; clients are threads of "
@@ -443,7 +451,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--rounds must be ≥ 1, --requests ≥ --rounds, --clients ≥ 1.")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     command = " ".join(["python -m benchmarks.serving_load", *map(shlex.quote, sys.argv[1:] if argv is None else argv)])
-    load_before = "/".join(f"{x:.1f}" for x in os.getloadavg())
+    from benchmarks.machine import machine_info
+
+    info = machine_info()
     started, began = datetime.datetime.now(datetime.timezone.utc), time.perf_counter()
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -472,17 +482,14 @@ def main(argv: list[str] | None = None) -> int:
             if server.is_alive():
                 server.terminate()
 
-    from benchmarks.machine import machine_info
-
-    info = machine_info()
-    section = markdown(command, args, model, rows, load_before, started, (time.perf_counter() - began) / 60, info)
+    section = markdown(command, args, model, rows, info, started, (time.perf_counter() - began) / 60)
     print(section)
     if not args.no_record:
         from benchmarks.report import RESULTS_MD, BenchmarkResult, write_result
 
         results_md = args.results or RESULTS_MD
         data = {"command": command, "started": started.isoformat(), "machine": info, "arguments": vars(args),
-                "load_average_before": load_before, "rows": [row.summary() for row in rows]}
+                "load_average_at_end": os.getloadavg(), "rows": [row.summary() for row in rows]}
         write_result(BenchmarkResult(NAME, section, data), results_md, results_md.parent / "results")
         print(f"written to {results_md}")
     return 1 if any(row.errors for row in rows) else 0

@@ -211,13 +211,19 @@ class RestServer:
     # ----- the workers ---------------------------------------------------------------
 
     def _answer_requests(self, connection: "_Connection") -> None:
-        """Answers the requests waiting on `connection`, then hands it back to the event loop."""
+        """Answers one request of `connection`, then hands it back to the event loop, or, when its next
+        request is here already, queues it behind the other connections' (so that a fast client cannot
+        keep a worker to itself)."""
         try:
-            while connection.answer_one_request() and connection.has_buffered_request():
-                pass
+            keep_open = connection.answer_one_request()
         except Exception as error:  # a reset connection, or a bug: it costs this connection only
             logger.debug("REST connection %s closed: %r", connection.address, error)
             connection.close()
+            keep_open = False
+        if keep_open and connection.has_buffered_request() and not self._stopping.is_set():
+            with contextlib.suppress(RuntimeError):  # the workers have just shut down: hand it back instead
+                self._workers.submit(self._answer_requests, connection)
+                return
         if self._stopping.is_set():
             connection.close()
         with self._busy_changed:

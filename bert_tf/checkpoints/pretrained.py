@@ -64,8 +64,7 @@ def resolve_model_directory(path: str | Path) -> Path:
     for candidate in (path, path / "model"):
         if is_bert_tf_directory(candidate):
             return candidate
-    if is_training_checkpoint_directory(path) or path.name == "checkpoints" and is_training_checkpoint_directory(
-            path.parent):
+    if is_training_checkpoint_directory(path):
         run = path.parent if path.name == "checkpoints" else path
         raise FileNotFoundError(
             f"{path} holds bert-tf pre-training checkpoints (ckpt-N) but no finished model: pre-training writes "

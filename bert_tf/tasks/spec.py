@@ -44,8 +44,8 @@ class TaskSpec:
     seq_length: int  # tokens per model input, [CLS] and [SEP] included
     label_names: tuple[str, ...] = ()  # classify: class names; ner: tags (BIO)
     max_text_bytes: int = 65536  # each raw text is cut to this many UTF-8 bytes first (bert_tf.tasks.text_budget)
-    # Classification (and encoders): the text inputs and how pairs are cut to seq_length. "longest_first" is
-    # google-research/bert's truncate_seq_pair: the longer text loses a token until the pair fits.
+    # Classification (and encoders): the text inputs and how pairs are cut to seq_length. "longest_first": the
+    # longer text loses a token until the pair fits (Hugging Face's; see bert_tf.preprocessor for the others).
     text_pair: bool = False
     truncation: str = "longest_first"
     multi_label: bool = False  # each example has any number of labels (sigmoid per class)
