@@ -14,7 +14,8 @@ import logging
 import os
 import re
 import sys
-import tempfile
+
+from serving.native_stderr import native_lines_dropped
 
 # What TensorFlow's libraries log natively as they load: absl's header line and info/warning lines
 # ("I0000 00:00:1795502979.633505   21176 port.cc:153] oneDNN custom operations are on ...").
@@ -57,17 +58,5 @@ class _StartUpLinesDropped:
         return self.loader.create_module(spec)
 
     def exec_module(self, module) -> None:
-        with tempfile.TemporaryFile() as captured:
-            sys.stderr.flush()
-            stderr = os.dup(2)
-            os.dup2(captured.fileno(), 2)
-            try:
-                self.loader.exec_module(module)
-            finally:
-                sys.stderr.flush()
-                os.dup2(stderr, 2)
-                os.close(stderr)
-                captured.seek(0)
-                for line in captured.read().decode("utf-8", errors="replace").splitlines(keepends=True):
-                    if not NATIVE_START_UP_LINE.match(line):
-                        sys.stderr.write(line)
+        with native_lines_dropped(NATIVE_START_UP_LINE):
+            self.loader.exec_module(module)

@@ -18,14 +18,20 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from serving.native_stderr import native_lines_dropped
+
 DEFAULT_SIGNATURE = "serving_default"
+LITERT_INFO_LINE = re.compile(r"INFO: Created TensorFlow Lite XNNPACK delegate")
 
 
 class TfliteModel:
@@ -43,6 +49,11 @@ class TfliteModel:
             model_path=str(self.path),
             num_threads=num_threads,
         )
+        # LiteRT prints "INFO: Created TensorFlow Lite XNNPACK delegate for CPU." as it prepares the model;
+        # dropped while TensorFlow's INFO logging is off (TF_CPP_MIN_LOG_LEVEL >= 1, as the quiet CLI sets it).
+        quiet = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0") not in ("", "0")
+        with native_lines_dropped(LITERT_INFO_LINE) if quiet else contextlib.nullcontext():
+            self.interpreter.allocate_tensors()
         self.signatures = self.interpreter.get_signature_list()
 
     @functools.cached_property
