@@ -38,7 +38,7 @@ from pipelines.tasks import task_from_directory
 
 DATA = Path(os.environ.get("BERT_TF_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 PRESETS = ("tiny", "mini", "base")
-RATES = (5e-5, 1e-4, 3e-4)
+RATES = (FinetuneConfig.learning_rate, 1e-4, 3e-4)  # the default first
 COLLAPSE_MESSAGE = "training collapsed to one class"
 
 
@@ -81,6 +81,7 @@ def run_one(preset: str, rate: float, args, work: Path) -> dict:
     seconds = time.perf_counter() - started
     shares, majority_label_share, dev_examples = dev_shares(result.output_dir, args.dev, args.batch_size)
     return {
+        "command": f"python -m benchmarks.learning_rates {shlex.join(args.argv)}",
         "preset": preset,
         "learning_rate": rate,
         "dev_accuracy": result.metrics["accuracy"],
@@ -115,7 +116,7 @@ def reading(runs: list[dict]) -> str:
         best = max(own, key=lambda run: run["dev_accuracy"])
         collapsed = [f"{run['learning_rate']:g}" for run in own if run["majority_share"] == 1.0]
         lines.append(f"- {preset}: best dev accuracy {100 * best['dev_accuracy']:.1f}% at {best['learning_rate']:g}; "
-                     f"collapsed to one class at {', '.join(collapsed) or 'no rate tried'}.")
+                     + (f"collapsed to one class at {', '.join(collapsed)}." if collapsed else "no collapse."))
     collapsed = {(run["preset"], run["learning_rate"]) for run in runs if run["majority_share"] == 1.0}
     warned = {(run["preset"], run["learning_rate"]) for run in runs if run["collapse_warning"]}
     verdict = "exactly on the collapsed runs" if collapsed == warned else (
@@ -126,14 +127,15 @@ def reading(runs: list[dict]) -> str:
 
 def markdown(results: dict, args, info: dict) -> str:
     runs = _ordered(results)
-    rows = [[run["preset"], f"{run['learning_rate']:g}" + (" (default)" if run["learning_rate"] == 5e-5 else ""),
+    default = FinetuneConfig.learning_rate
+    rows = [[run["preset"], f"{run['learning_rate']:g}" + (" (default)" if run["learning_rate"] == default else ""),
              f"{100 * run['dev_accuracy']:.1f}", f"{100 * run['majority_share']:.1f}",
              "yes" if run["collapse_warning"] else "no",
              f"{run['train_examples']:,} ex, {run['epochs']} ep, {run['train_steps']} steps, best epoch "
              f"{run['best_epoch']}", f"{run['seconds']:.0f}"] for run in runs]
     return f"""## Learning rates by model size: SST-2 from random weights ({datetime.date.today()})
 
-- Command: `python -m benchmarks.learning_rates {shlex.join(args.argv)}`
+- Commands: {", ".join(f"`{command}`" for command in dict.fromkeys(run["command"] for run in runs))}
 - Machine: {machine_line(info)}
 - Each run: `finetune(FinetuneConfig(task="classify", init=PRESET, ...))` from random weights of the preset,
   vocabulary {Path(args.vocab).name}, a seeded subset of SST-2 train (seed {args.seed}), seq length

@@ -185,8 +185,9 @@ def _warn_if_collapsed(task: FinetuneTask, model, data, name: str, config: Finet
     prediction = task.only_prediction(model, data, config.batch_size)
     if prediction is not None:
         logger.warning("The model predicts %s for every %s example, though their labels differ: training collapsed to "
-                       "one class. Small models need a higher learning rate (--learning-rate; this run: %g), e.g. "
-                       "1e-4 to 5e-4 for tiny and mini.", prediction, name, config.learning_rate)
+                       "one class. Try another --learning-rate (this run: %g): small models need a higher one, e.g. "
+                       "1e-3 for tiny and 3e-4 for mini from random weights on SST-2 (benchmarks/RESULTS.md).",
+                       prediction, name, config.learning_rate)
 
 
 def _fit(model, batches, config: FinetuneConfig, class_weight, dev_scores: DevScores | None, best_weights: Path,

@@ -79,3 +79,28 @@ def test_serving_load_writes_the_direct_call_and_one_row_per_transport(tmp_path)
     assert [(row["transport"], row["connections"], row["clients"]) for row in rows] == [
         ("direct", "", 1), ("rest", "new", 2), ("grpc", "kept", 2)]
     assert all(row["requests"] == 4 and row["errors"] == 0 and row["requests_per_s"] > 0 for row in rows)
+
+
+def test_learning_rates_records_accuracy_majority_share_and_the_collapse_warning(tmp_path):
+    from benchmarks import learning_rates
+    from tiny_finetune_files import write_sentiment_tsv, write_vocab
+
+    results_md = tmp_path / "RESULTS.md"
+    argv = ["--presets", "tiny", "--rates", "1e-3", "--train", str(write_sentiment_tsv(tmp_path / "train.tsv", 32, 0)),
+            "--dev", str(write_sentiment_tsv(tmp_path / "dev.tsv", 8, 1)), "--vocab", str(write_vocab(tmp_path)),
+            "--examples", "24", "--epochs", "1", "--batch-size", "8", "--seq-length", "16",
+            "--work", str(tmp_path / "work"), "--results", str(results_md)]
+    assert learning_rates.main(argv) == 0
+    assert "## Learning rates by model size" in results_md.read_text(encoding="utf-8")
+    data = json.loads((tmp_path / "results" / "learning_rates.json").read_text(encoding="utf-8"))
+    run = data["results"]["tiny/0.001"]
+    assert run["train_examples"] == 24 and run["dev_examples"] == 8 and 0 <= run["dev_accuracy"] <= 1
+    assert 0.5 <= run["majority_share"] <= 1 and run["collapse_warning"] == (run["majority_share"] == 1.0)
+
+
+def test_learning_rates_skips_without_the_data(tmp_path, capsys):
+    from benchmarks import learning_rates
+
+    results_md = tmp_path / "RESULTS.md"
+    assert learning_rates.main(["--train", str(tmp_path / "absent.tsv"), "--results", str(results_md)]) == 0
+    assert "skipped" in capsys.readouterr().out and not results_md.exists()

@@ -77,8 +77,8 @@ def test_a_model_that_predicts_one_class_for_everything_is_warned_about(files, t
     [warning] = collapse_warnings(caplog)
     assert re.fullmatch(
         rf"The model predicts '[01]' for every {data} example, though their labels differ: training collapsed to one "
-        r"class\. Small models need a higher learning rate \(--learning-rate; this run: 1e-09\), e\.g\. 1e-4 to "
-        r"5e-4 for tiny and mini\.", warning)
+        r"class\. Try another --learning-rate \(this run: 1e-09\): small models need a higher one, e\.g\. 1e-3 for "
+        r"tiny and 3e-4 for mini from random weights on SST-2 \(benchmarks/RESULTS\.md\)\.", warning)
 
 
 @pytest.mark.parametrize("multi_label, labels, logits, expected", [
