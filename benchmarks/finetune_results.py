@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from benchmarks.machine import machine_info, machine_line
-from benchmarks.report import BenchmarkResult, markdown_table, write_result
+from benchmarks.report import BenchmarkResult, markdown_table, run_missing, write_result
 
 DATA = Path(os.environ.get("BERT_TF_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 BERT_TF = str(Path(sys.executable).with_name("bert-tf"))
@@ -151,17 +151,16 @@ def main(argv=None) -> None:
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     split_squad(DATA / "squad" / "train-v1.1-subset.json", work, args.squad_dev_articles)
-    results_file = work / "results.json"
-    results = json.loads(results_file.read_text()) if results_file.exists() else {}
-    for name in args.tasks:
-        for init in args.inits:
-            key = f"{name}/{init}"
-            if key in results and not args.rerun:
-                continue
-            print(f"{key}: {shlex.join(finetune_command(name, init, args, work))}", flush=True)
-            results[key] = run_one(name, init, args, work)
-            results_file.write_text(json.dumps(results, indent=2) + "\n")
-            print(f"{key}: {results[key]['scores']} in {results[key]['wall_seconds']:.0f} s", flush=True)
+
+    def run(key: str) -> dict:
+        name, init = key.split("/")
+        print(f"{key}: {shlex.join(finetune_command(name, init, args, work))}", flush=True)
+        result = run_one(name, init, args, work)
+        print(f"{key}: {result['scores']} in {result['wall_seconds']:.0f} s", flush=True)
+        return result
+
+    results = run_missing(work / "results.json", [f"{name}/{init}" for name in args.tasks for init in args.inits],
+                          run, args.rerun)
     info = machine_info()
     write_result(BenchmarkResult(args.name, markdown(results, args, info),
                                  {"machine": info, "arguments": vars(args), "results": results}))

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import logging
 import os
 import shlex
@@ -31,7 +30,7 @@ import numpy as np
 
 import bert_tf
 from benchmarks.machine import machine_info, machine_line
-from benchmarks.report import RESULTS_MD, BenchmarkResult, markdown_table, write_result
+from benchmarks.report import RESULTS_MD, BenchmarkResult, markdown_table, run_missing, write_result
 from pipelines import finetune as finetune_module
 from pipelines.finetune import FinetuneConfig, finetune
 from pipelines.tasks import task_from_directory
@@ -178,18 +177,16 @@ def main(argv=None) -> int:
         return 0
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    results_file = work / "results.json"
-    results = json.loads(results_file.read_text()) if results_file.exists() else {}
-    for preset in args.presets:
-        for rate in args.rates:
-            key = f"{preset}/{rate:g}"
-            if key in results and not args.rerun:
-                continue
-            results[key] = run_one(preset, rate, args, work)
-            results_file.write_text(json.dumps(results, indent=2) + "\n")
-            run = results[key]
-            print(f"{key}: dev accuracy {run['dev_accuracy']:.3f}, majority share {run['majority_share']:.3f}, "
-                  f"warning {run['collapse_warning']}, {run['seconds']:.0f} s", flush=True)
+
+    def run(key: str) -> dict:
+        preset, rate = key.split("/")
+        result = run_one(preset, float(rate), args, work)
+        print(f"{key}: dev accuracy {result['dev_accuracy']:.3f}, majority share {result['majority_share']:.3f}, "
+              f"warning {result['collapse_warning']}, {result['seconds']:.0f} s", flush=True)
+        return result
+
+    keys = [f"{preset}/{rate:g}" for preset in args.presets for rate in args.rates]
+    results = run_missing(work / "results.json", keys, run, args.rerun)
     info = machine_info()
     results_md = Path(args.results)
     write_result(BenchmarkResult("learning_rates", markdown(results, args, info),

@@ -75,3 +75,15 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def run_missing(results_file: Path, keys, run, rerun: bool = False) -> dict:
+    """Every key's result: `run(key)` for the keys not yet in `results_file` (all of them with `rerun`),
+    the file rewritten after each, so that a stopped benchmark goes on where it stopped."""
+    results = json.loads(results_file.read_text()) if results_file.exists() else {}
+    for key in keys:
+        if key in results and not rerun:
+            continue
+        results[key] = run(key)
+        results_file.write_text(json.dumps(results, indent=2) + "\n")
+    return results

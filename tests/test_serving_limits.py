@@ -8,7 +8,6 @@ import http.client
 import json
 import re
 import socket
-import threading
 
 import grpc
 import numpy as np
@@ -17,6 +16,7 @@ import tensorflow as tf
 from tensorflow.core.framework import tensor_pb2, types_pb2
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
+from concurrent_clients import run_clients
 from serving.server import DEFAULT_MAX_BATCH_SIZE, DEFAULT_REST_MAX_BODY_BYTES, ModelServer, main, parse_channel_arguments
 
 NAME = "demo"
@@ -221,25 +221,6 @@ def test_client_sending_a_refused_body_gets_the_answer(server, predictions, demo
 
 
 # ----- REST under connection churn, and kept-alive connections -------------------
-
-
-def run_clients(count: int, client) -> list[str]:
-    """Runs `client(index)` in `count` threads (60 s at most); the errors they raised."""
-    errors = []
-
-    def guarded(index):
-        try:
-            client(index)
-        except Exception as error:  # collected: a failing thread must fail the test
-            errors.append(f"client {index}: {error!r}")
-
-    threads = [threading.Thread(target=guarded, args=(index,)) for index in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert not any(thread.is_alive() for thread in threads), "clients still running after 60 s"
-    return errors
 
 
 def test_rest_survives_connection_churn(server, demo_signatures):

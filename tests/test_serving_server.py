@@ -4,7 +4,6 @@ get the right status and the server keeps serving, new versions are picked up, c
 
 import base64
 import json
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -24,6 +23,7 @@ from tensorflow_serving.apis import (
 )
 
 from serving.demo_model import LABELS, save_demo_model
+from concurrent_clients import run_clients
 from serving.server import ModelServer, main
 
 NAME = "demo"
@@ -331,29 +331,19 @@ def test_concurrent_clients(server, predictions, demo_signatures):
     threads, per_thread = 8, 25
     texts = [f"thread {t} request {r}" for t in range(threads) for r in range(per_thread)]
     expected = demo_signatures["serving_default"](text=tf.constant(text_array(texts)))["probabilities"].numpy()
-    errors = []
-
     def client(index):
-        try:
-            for r in range(per_thread):
-                row = index * per_thread + r
-                if index % 2:  # half the threads over REST, half over gRPC
-                    status, answer = http(server, f"/v1/models/{NAME}:predict", {"instances": [texts[row]]})
-                    assert status == 200, answer
-                    got = answer["predictions"][0]["probabilities"]
-                else:
-                    response = predictions.Predict(predict_request({"text": text_array([texts[row]])}), timeout=30)
-                    got = tf.make_ndarray(response.outputs["probabilities"])[0]
-                np.testing.assert_allclose(got, expected[row], atol=1e-5)
-        except Exception as error:  # collected: a failing thread must fail the test
-            errors.append(f"thread {index}: {error!r}")
+        for r in range(per_thread):
+            row = index * per_thread + r
+            if index % 2:  # half the threads over REST, half over gRPC
+                status, answer = http(server, f"/v1/models/{NAME}:predict", {"instances": [texts[row]]})
+                assert status == 200, answer
+                got = answer["predictions"][0]["probabilities"]
+            else:
+                response = predictions.Predict(predict_request({"text": text_array([texts[row]])}), timeout=30)
+                got = tf.make_ndarray(response.outputs["probabilities"])[0]
+            np.testing.assert_allclose(got, expected[row], atol=1e-5)
 
-    workers = [threading.Thread(target=client, args=(index,)) for index in range(threads)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(timeout=60)
-    assert not any(worker.is_alive() for worker in workers), "clients still running after 60 s"
+    errors = run_clients(threads, client)
     assert not errors, errors
 
 

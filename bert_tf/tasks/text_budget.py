@@ -21,8 +21,13 @@ import tensorflow as tf
 def cut_text(texts: tf.Tensor, max_bytes: int) -> tf.Tensor:
     """`texts` (string [batch]) cut to at most `max_bytes` UTF-8 bytes each, on a character boundary."""
     texts = tf.convert_to_tensor(texts, tf.string)
-    cut = tf.strings.substr(texts, 0, max_bytes, unit="BYTE")
-    # Only a cut text can end in part of a character; transcoding drops it (and touches no other text).
-    whole = tf.strings.unicode_transcode(cut, "UTF-8", "UTF-8", errors="ignore")
-    return tf.where(tf.strings.length(texts) > max_bytes, whole, texts)
+    too_long = tf.strings.length(texts) > max_bytes
+
+    def cut():
+        # Only a cut text can end in part of a character; transcoding drops it (and touches no other text).
+        whole = tf.strings.unicode_transcode(tf.strings.substr(texts, 0, max_bytes, unit="BYTE"), "UTF-8", "UTF-8",
+                                             errors="ignore")
+        return tf.where(too_long, whole, texts)
+
+    return tf.cond(tf.reduce_any(too_long), cut, lambda: texts)  # the usual batch passes untouched
 
