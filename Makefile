@@ -1,15 +1,18 @@
 # The two commands a fresh machine needs: `make demo` (the main job) and `make test`.
 # Each installs what it needs, pinned by constraints.txt, once: the demo the package alone, the tests
-# also its `test` extra (torch and transformers: the Hugging Face parity tests and the benchmarks).
+# also its `test` extra (torch and transformers: the Hugging Face parity tests and the benchmarks);
+# `make bench` adds the `bench` extra (ONNX Runtime and OpenVINO, the benchmarks' peers).
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: install install-test demo test test-all bench clean
+.PHONY: install install-test install-bench demo test test-all bench clean
 
 install: $(VENV)/.installed
 
 install-test: $(VENV)/.installed-test
+
+install-bench: $(VENV)/.installed-bench
 
 $(VENV)/bin/pip:
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +26,10 @@ $(VENV)/.installed-test: $(VENV)/.installed
 	$(BIN)/pip install --quiet -c constraints.txt -e ".[test]"
 	touch $@
 
+$(VENV)/.installed-bench: $(VENV)/.installed-test
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[test,bench]"
+	touch $@
+
 demo: install
 	$(BIN)/bert-tf quickstart
 
@@ -32,7 +39,7 @@ test: install-test
 test-all: install-test
 	$(BIN)/python -m pytest -q
 
-bench: install-test
+bench: install-bench
 	$(BIN)/python -m benchmarks.run
 
 clean:

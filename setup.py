@@ -33,6 +33,13 @@ TEST_REQUIRES = [
     "torch==2.13.0",  # CPU wheel; only the Hugging Face parity tests need it
     "transformers==5.23.0",
 ]
+# The benchmarks' peers (benchmarks/cpu_serving.py, benchmarks/int8_matmul.py): never runtime dependencies.
+BENCH_REQUIRES = [
+    "onnx==1.23.2",
+    "onnxscript==0.7.2",  # torch.onnx.export needs it
+    "onnxruntime==1.31.1",
+    "openvino==2026.4.1",
+]
 
 setup(
     name="bert-tf",
@@ -44,6 +51,6 @@ setup(
     packages=find_packages(include=["bert_tf", "bert_tf.*", "pipelines", "pipelines.*", "serving", "serving.*", "bert_tf_cli"]),
     package_data={"bert_tf_cli": ["demo_data/*"]},
     install_requires=INSTALL_REQUIRES,
-    extras_require={"test": TEST_REQUIRES},
+    extras_require={"test": TEST_REQUIRES, "bench": BENCH_REQUIRES},
     entry_points={"console_scripts": ["bert-tf=bert_tf_cli:main"]},
 )

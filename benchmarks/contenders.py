@@ -1,5 +1,6 @@
 """The same BERT in three packages: a KerasHub `BertBackbone` with random weights, and bert_tf and
-transformers (PyTorch) models holding exactly its weights.
+transformers (PyTorch) models holding exactly its weights; and a transformers classifier written
+as ONNX, for ONNX Runtime and OpenVINO.
 
 KerasHub's BERT uses the tanh approximation of GELU; the bert_tf copy gets
 `hidden_act="gelu_tanh"` from `bert_tf.from_pretrained(backbone)`, and the transformers copy
@@ -21,6 +22,8 @@ import bert_tf
 from benchmarks.harness import usable_cores
 
 TORCH_NAME = "transformers BertModel (PyTorch eager)"
+# bert_tf's input names → transformers' (and the ONNX graph's, `export_onnx`).
+HF_INPUT_NAMES = {"input_word_ids": "input_ids", "input_mask": "attention_mask", "input_type_ids": "token_type_ids"}
 
 
 def keras_hub_backbone(config: bert_tf.BertConfig, seed: int = 0):
@@ -57,6 +60,57 @@ def torch_encoder(ours: bert_tf.BertModel, directory: str | Path):
     bert_tf.write_hf_directory(ours, directory)
     use_all_cores_in_torch()
     return transformers.BertModel.from_pretrained(str(directory)).eval()
+
+
+def torch_classifier(ours: bert_tf.BertClassifier, directory: str | Path, attention: str | None = None):
+    """`transformers.BertForSequenceClassification` with the weights of the bert_tf classifier `ours`.
+
+    The encoder and pooler go through `bert_tf.write_hf_directory` (which also writes the matching
+    GELU variant), the classification head is copied. `attention`: transformers' attention
+    implementation ("eager" for an ONNX export that ONNX Runtime's optimizer fuses), None for its default.
+    """
+    import torch
+    import transformers
+
+    bert_tf.write_hf_directory(ours.encoder, directory)
+    use_all_cores_in_torch()
+    options = {} if attention is None else {"attn_implementation": attention}
+    model = transformers.BertForSequenceClassification.from_pretrained(
+        str(directory), num_labels=ours.num_classes, **options).eval()
+    with torch.no_grad():
+        model.classifier.weight.copy_(torch.from_numpy(ours.classifier.kernel.numpy().T))
+        model.classifier.bias.copy_(torch.from_numpy(ours.classifier.bias.numpy()))
+    return model
+
+
+def export_onnx(classifier, path: str | Path, opset: int = 17) -> Path:
+    """Writes a transformers classifier as ONNX: int64 `input_ids`, `attention_mask`, `token_type_ids`
+    [batch, sequence] (both dynamic) in, `logits` out.
+
+    Uses torch's TorchScript exporter (`dynamo=False`): with eager attention its graph is the one
+    `onnxruntime.transformers.optimizer` fuses into Attention and EmbedLayerNormalization nodes (the
+    dynamo exporter's graph gets only the GELU and LayerNorm fusions). transformers 5 models take their
+    inputs by keyword only, so a wrapper passes them. The exporter traces the model on an example.
+    """
+    import torch
+
+    class ByKeyword(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).logits
+
+    names = list(HF_INPUT_NAMES.values())
+    # Two rows, one of them padded: the trace must not take the shortcut of a mask without padding.
+    mask = torch.tensor([[1] * 8, [1] * 4 + [0] * 4])
+    example = (mask, mask, torch.zeros_like(mask))  # any ids will do
+    with torch.no_grad():
+        torch.onnx.export(ByKeyword(classifier), example, str(path), input_names=names, output_names=["logits"],
+                          dynamic_axes={name: {0: "batch", 1: "sequence"} for name in names}, opset_version=opset,
+                          dynamo=False)
+    return Path(path)
 
 
 def random_ids(config: bert_tf.BertConfig, batch_size: int, seq_length: int, seed: int = 0) -> np.ndarray:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -31,6 +30,7 @@ from benchmarks.report import BenchmarkResult, markdown_table
 from benchmarks.settings import Settings
 from bert_tf.inference import inference_function
 from bert_tf.model import INPUT_NAMES
+from bert_tf.precision import with_precision
 
 NAME = "inference"
 OURS = "bert_tf inference_function"
@@ -81,17 +81,6 @@ def projections_only(model: bert_tf.BertModel):
         return tf.reshape(tokens, tf.shape(embedded))
 
     return run
-
-
-def bfloat16_copy(model: bert_tf.BertModel) -> bert_tf.BertModel:
-    """The same encoder built under the `mixed_bfloat16` policy (bfloat16 matrix multiplies, float32 weights)."""
-    keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    try:
-        copy = bert_tf.BertModel(model.config)
-    finally:
-        keras.mixed_precision.set_global_policy("float32")
-    copy.set_weights(model.get_weights())
-    return copy
 
 
 def _model_calls(ours, ours_bf16, backbone, torch_model, ids) -> dict:
@@ -165,7 +154,7 @@ def run(settings: Settings) -> BenchmarkResult:
 
     backbone = keras_hub_backbone(config)
     ours = bert_tf.from_pretrained(backbone)
-    ours_bf16 = bfloat16_copy(ours)
+    ours_bf16 = with_precision(ours, "mixed_bfloat16")
     with tempfile.TemporaryDirectory() as directory:
         torch_model = torch_encoder(ours, directory)
     by_batch, differences = {}, {}

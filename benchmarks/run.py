@@ -1,6 +1,6 @@
 """The benchmark suite: bert_tf against KerasHub and transformers (PyTorch), on this machine, in one run.
 
-    python -m benchmarks.run                      # every benchmark (about an hour on 2 cores)
+    python -m benchmarks.run                      # every benchmark (about 1.5 hours on 2 cores)
     python -m benchmarks.run --only inference     # one of them (repeat --only for several)
     python -m benchmarks.run --quick --output-dir /tmp/bench   # smoke mode: tiny models, seconds
 
@@ -10,8 +10,11 @@ Benchmarks (each a module of this package with `run(settings) -> BenchmarkResult
   training    fine-tuning steps/s (SST-2) and pre-training tokens/s, mini and base
   pipelines   tokenizer tokens/s vs Rust `tokenizers`; pre-training input pipeline vs what training consumes
   memory      peak resident memory of inference and of a training step, one process per contender
-  exported    SavedModel and TFLite (float32, int8) latency at batch 1
   techniques  what each of bert_tf's speed techniques gains, swapped one at a time for the usual way
+  cpu_serving the fastest way to serve BERT-base on a CPU: bert_tf's paths vs ONNX Runtime and OpenVINO (float32, bf16, int8)
+  quantized_accuracy  SST-2 and CoNLL-2003 dev scores of the bf16 and int8 serving paths against float32
+  served_quantized    the bf16 and int8 exports served by `bert-tf serve`: SST-2 dev labels and sentences/s
+  int8_matmul one BERT-base dense product by every int8 and bfloat16 route (TensorFlow, LiteRT, ONNX Runtime)
 
 Each benchmark runs in its own process (a fresh memory) and times its contenders interleaved
 (A B A B ...) after warm-up and reports medians with their spread. Results go to benchmarks/RESULTS.md (one delimited section per benchmark,
@@ -42,8 +45,11 @@ BENCHMARKS = {
     "training": "training",
     "pipelines": "input_pipelines",
     "memory": "memory",
-    "exported": "exported",
     "techniques": "techniques",
+    "cpu_serving": "cpu_serving",
+    "quantized_accuracy": "quantized_accuracy",
+    "served_quantized": "served_quantized",
+    "int8_matmul": "int8_matmul",
 }
 
 

@@ -3,7 +3,10 @@
 Targets (issue 8): float32 encoder inference within 10% of the machine's matmul peak and no
 slower than the fastest contender; raw text at least 6x KerasHub (sequence_length=128) and
 1.3x transformers (padding to the longest); pre-training and fine-tuning at least 1.2x
-KerasHub on the same config; an input pipeline that never limits training.
+KerasHub on the same config; an input pipeline that never limits training. Issue 20: the fastest
+TF-native CPU serving path at least as fast as ONNX Runtime's int8 at BERT-base, seq 128, batch 1
+and 8, on the same work (128 real tokens), losing at most 0.5 point of SST-2 accuracy and CoNLL F1,
+and served by `bert-tf serve` with the float32 model's label on at least 99% of SST-2 dev.
 
 Example:
     >>> summarize(Path("benchmarks/results")).name   # doctest: +SKIP
@@ -122,10 +125,46 @@ def _pipeline_rows(data: dict) -> list[list[str]]:
     return rows
 
 
+def _cpu_serving_rows(data: dict) -> list[list[str]]:
+    from benchmarks.cpu_serving import LITERT_INT8, ORT_INT8
+
+    rows = []
+    for description, measured in data["fixed_length"].items():
+        if description.startswith("128 real tokens"):
+            results = measured["results"]
+            rows.append(_row(f"CPU serving, BERT-base, {description}: LiteRT int8 (`export --quantize int8`) ÷ "
+                             "ONNX Runtime int8", _median(results, LITERT_INT8) / _median(results, ORT_INT8), 1.0))
+    return rows
+
+
+def _quantized_accuracy_rows(data: dict) -> list[list[str]]:
+    rows = []
+    for task, result in data["results"].items():
+        scores = {path: measured["score"] for path, measured in result["paths"].items()}
+        for path in ("bf16", "int8"):
+            lost = 100 * (scores["float32"] - scores[path])  # points of the task's metric
+            rows.append([f"{task} dev, {path} against float32: points of {result['metric']} lost", f"{lost:+.2f}",
+                         "≤ 0.50", "met" if lost <= 0.5 else "**not met**",
+                         f"{100 * scores[path]:.2f} vs {100 * scores['float32']:.2f}"])
+    return rows
+
+
+def _served_quantized_rows(data: dict) -> list[list[str]]:
+    results = data["results"]
+    rows = []
+    for path in ("bf16", "int8"):
+        speed = results[path]["sentences_per_s"]["32"] / results["none"]["sentences_per_s"]["32"]
+        rows.append(_row(f"`bert-tf serve`, SST-2 dev: {path} labels equal to float32's",
+                         results[path]["same_labels_as_float32"], 0.99, "%",
+                         f"served batch 32: {speed:.2f}× float32's sentences/s"))
+    return rows
+
+
 def summarize(json_dir: Path) -> BenchmarkResult:
     """The targets table from whichever results exist in `json_dir`."""
     sections = {"inference": _inference_rows, "text": _text_rows, "training": _training_rows,
-                "pipelines": _pipeline_rows}
+                "pipelines": _pipeline_rows, "cpu_serving": _cpu_serving_rows,
+                "quantized_accuracy": _quantized_accuracy_rows, "served_quantized": _served_quantized_rows}
     rows, sources = [], {}
     for name, make_rows in sections.items():
         data = _load(json_dir, name)

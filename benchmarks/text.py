@@ -30,7 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 import bert_tf
-from benchmarks.contenders import keras_hub_backbone, use_all_cores_in_torch
+from benchmarks.contenders import keras_hub_backbone, torch_classifier
 from benchmarks.data import sst2
 from benchmarks.harness import Contender, interleaved, rate_cell, ratio
 from benchmarks.report import BenchmarkResult, markdown_table
@@ -63,19 +63,6 @@ def _hub_batch_function(classifier):
     return tf.function(lambda texts: classifier(classifier.preprocessor(texts), training=False))
 
 
-def _torch_classifier(ours: bert_tf.BertClassifier, directory: str):
-    import torch
-    import transformers
-
-    bert_tf.write_hf_directory(ours.encoder, directory)
-    use_all_cores_in_torch()
-    model = transformers.BertForSequenceClassification.from_pretrained(directory, num_labels=2).eval()
-    with torch.no_grad():
-        model.classifier.weight.copy_(torch.from_numpy(ours.classifier.kernel.numpy().T))
-        model.classifier.bias.copy_(torch.from_numpy(ours.classifier.bias.numpy()))
-    return model
-
-
 def run(settings: Settings) -> BenchmarkResult:
     dev_file = settings.data_file("sst2", "dev.tsv")
     if dev_file is None or not settings.vocab_file.exists():
@@ -103,7 +90,7 @@ def run(settings: Settings) -> BenchmarkResult:
                                             seq_length=SEQ_LENGTH, padding="longest")
     tokenizer = transformers.BertTokenizer(vocab=str(settings.vocab_file), do_lower_case=True)
     with tempfile.TemporaryDirectory() as directory:
-        torch_model = _torch_classifier(ours, directory)
+        torch_model = torch_classifier(ours, directory)
 
     def torch_predict():
         logits = []

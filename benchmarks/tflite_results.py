@@ -40,10 +40,10 @@ DEFAULT_WORK_DIR = Path(tempfile.gettempdir()) / "bert_tf_tflite_results"
 VARIANTS = (
     ("SavedModel (text in)", "saved_model", "text", "none"),
     ("TFLite text, float32", "tflite", "text", "none"),
-    ("TFLite text, dynamic-range int8", "tflite", "text", "dynamic_range"),
+    ("TFLite text, dynamic-range int8", "tflite", "text", "int8"),
     ("TFLite text, float16", "tflite", "text", "float16"),
     ("TFLite ids, float32", "tflite", "ids", "none"),
-    ("TFLite ids, dynamic-range int8", "tflite", "ids", "dynamic_range"),
+    ("TFLite ids, dynamic-range int8", "tflite", "ids", "int8"),
     ("TFLite ids, float16", "tflite", "ids", "float16"),
 )
 

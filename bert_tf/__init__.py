@@ -37,6 +37,7 @@ from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.inference import TextPredictor, inference_function  # noqa: E402
 from bert_tf.model import BertModel  # noqa: E402
 from bert_tf.optimization import OptimizerConfig, WarmupLinearDecay, create_optimizer  # noqa: E402
+from bert_tf.precision import with_precision  # noqa: E402
 from bert_tf.preprocessor import BertPreprocessor  # noqa: E402
 from bert_tf.pretrainer import BertPretrainer  # noqa: E402
 from bert_tf.span_labeler import BertSpanLabeler  # noqa: E402
@@ -75,6 +76,7 @@ __all__ = [
     "metrics",
     "read_checkpoint",
     "save_pretrained",
+    "with_precision",
     "word_predictions",
     "write_hf_directory",
 ]

@@ -1,7 +1,7 @@
 """`bert-tf export`: a bert-tf model directory → a SavedModel version for TF Serving, or a `.tflite` file."""
 
-# CLI spelling → serving.tflite_export.QUANTIZATIONS
-_QUANTIZATIONS = {"none": "none", "dynamic-range": "dynamic_range", "float16": "float16"}
+# What --quantize can be for each --format (serving.signatures.QUANTIZATIONS, serving.tflite_export.QUANTIZATIONS).
+_QUANTIZATIONS = {"saved_model": ("none", "int8", "bf16"), "tflite": ("none", "int8", "float16")}
 
 
 def register(commands) -> None:
@@ -26,7 +26,11 @@ def register(commands) -> None:
     parser.add_argument("--tflite-input", choices=["ids", "text"], default="ids",
                         help="tflite: token ids in (builtin ops only), or raw text in (needs tensorflow-text's TFLite "
                              "kernels at run time); default: ids")
-    parser.add_argument("--quantize", choices=list(_QUANTIZATIONS), default="none", help="tflite: default none")
+    parser.add_argument(
+        "--quantize", choices=["none", "int8", "bf16", "float16"], default="none",
+        help="none (float32, the default); int8: the fastest on CPUs (int8 weights, LiteRT's int8 kernels; with "
+             "--format saved_model it writes NAME/<version>/model.tflite, which bert-tf serve serves); bf16: a "
+             "SavedModel computing in bfloat16 (CPUs with bfloat16 units); float16: tflite float16 weights")
     parser.set_defaults(run=run)
 
 
@@ -36,18 +40,30 @@ def run(args) -> None:
                             ("--max-text-bytes", args.max_text_bytes)):
             if value is not None:
                 raise ValueError(f"{flag} applies to --format saved_model only.")
+        _check_quantize(args)
         from serving.tflite_export import export_tflite
 
-        path = export_tflite(args.model, args.out, inputs=args.tflite_input,
-                             quantization=_QUANTIZATIONS[args.quantize], seq_length=args.seq_length)
+        path = export_tflite(args.model, args.out, inputs=args.tflite_input, quantization=args.quantize,
+                             seq_length=args.seq_length)
         print(f"Wrote {path} ({path.stat().st_size:,} bytes; {args.tflite_input} inputs, quantization {args.quantize}).")
         return
     if args.name is None:
         raise ValueError("--name is required for --format saved_model (the model's directory under --out).")
-    if args.quantize != "none" or args.tflite_input != "ids":
-        raise ValueError("--quantize and --tflite-input apply to --format tflite only.")
+    if args.tflite_input != "ids":
+        raise ValueError("--tflite-input applies to --format tflite only.")
+    _check_quantize(args)
     from serving.export import export_saved_model
 
     path = export_saved_model(args.model, args.out, args.name, version=args.version, ids_only=args.ids_only,
-                              seq_length=args.seq_length, max_text_bytes=args.max_text_bytes)
-    print(f"Exported {args.model} to {path}" + (" (ids only)" if args.ids_only else ""))
+                              seq_length=args.seq_length, max_text_bytes=args.max_text_bytes, quantize=args.quantize)
+    details = [note for note, given in (("ids only", args.ids_only), (f"quantize {args.quantize}", args.quantize != "none"))
+               if given]
+    print(f"Exported {args.model} to {path}" + (f" ({', '.join(details)})" if details else ""))
+
+
+def _check_quantize(args) -> None:
+    if args.quantize not in _QUANTIZATIONS[args.format]:
+        raise ValueError(f"--quantize {args.quantize} applies to --format "
+                         f"{'tflite' if args.format == 'saved_model' else 'saved_model'} only; with --format "
+                         f"{args.format} use one of {', '.join(_QUANTIZATIONS[args.format])}.")
+

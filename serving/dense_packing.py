@@ -7,6 +7,10 @@ with the count of its tokens to keep per example; `[CLS]`, the kept tokens and o
 `[SEP]` per segment are placed by position with gathers and selects, and the rest is
 padding.
 
+`to_longest` then drops the padding columns no row of the batch needs, as the SavedModel's
+raw-text signature pads only to its batch's longest text: a short request costs a short model
+call.
+
 Example:
     >>> ids = pack_dense([tf.constant([[7, 8, 9]]), tf.constant([[5, 0, 0]])],
     ...                  [tf.constant([2]), tf.constant([1])], seq_length=8, vocabulary=vocabulary)  # doctest: +SKIP
@@ -64,3 +68,9 @@ def segment_counts(lengths: list[tf.Tensor], budget: int, truncation: str) -> li
     return [tf.minimum(first, tf.maximum(budget - second, tf.where(first_longer, (budget + 1) // 2, budget // 2))),
             tf.minimum(second, tf.maximum(budget - first, tf.where(first_longer, budget // 2, (budget + 1) // 2)))]
 
+
+
+def to_longest(ids: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """The id tensors cut to the longest row of the batch (the most `input_mask` ones; at least 1 column)."""
+    longest = tf.maximum(tf.reduce_max(tf.reduce_sum(ids["input_mask"], axis=1)), 1)
+    return {name: value[:, :longest] for name, value in ids.items()}

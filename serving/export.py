@@ -29,6 +29,15 @@ With `ids_only=True` there are no text signatures: `serving_default` is `serve_i
 the SavedModel holds no tensorflow-text op, for TF Serving builds without them ("Op type
 not registered 'FastWordpieceTokenizeWithOffsets'").
 
+`quantize="int8"` writes `<version>/model.tflite` instead (TensorFlow Serving's name for a
+TFLite version; `bert-tf serve` serves it): the model converted by TFLite with int8 weights,
+run by LiteRT's XNNPACK int8 kernels, several times faster on CPUs than the float32 SavedModel
+(benchmarks/RESULTS.md). Its signatures are the same, from the same code, except that ner and
+squad take token ids only (`serving_default` is `serve_ids`: TFLite cannot run their
+windowing of long texts) and classification's tokenizer is TFLite's (`serving.tflite_export`).
+`quantize="bf16"` writes a SavedModel whose weights and matrix multiplies are bfloat16
+(`bert_tf.precision`; for CPUs with bfloat16 units). `model_info` reports `quantization`.
+
 What clients can see without running anything: the signatures, dtypes and shapes in
 `GetModelMetadata` (the ids' second dimension is `seq_length`). Objects for Python
 (`tf.saved_model.load`): `vocab_file` (a `tf.saved_model.Asset`, copied into
@@ -50,8 +59,11 @@ from pathlib import Path
 import tensorflow as tf
 
 from bert_tf.checkpoints.pretrained import load_model_directory
+from serving.servable import TFLITE_MODEL_FILE
 from serving.signatures import ServingSpec, model_info_function, serve_ids_function, serving_spec, text_input_specs
 from serving.text_tasks import TextSignatures
+from serving.tflite_export import WINDOWED_TASKS, check_runs, convert
+from serving.tflite_runner import TfliteModel
 
 logger = logging.getLogger(__name__)
 
@@ -64,13 +76,16 @@ def export_saved_model(
     ids_only: bool = False,
     seq_length: int | None = None,
     max_text_bytes: int | None = None,
+    quantize: str = "none",
 ) -> Path:
     """Exports the model directory `model_dir` as `base_path/name/<version>/`; returns that path.
 
     `version` None: the highest version there + 1 (1 for a new model). `seq_length`
     None: the directory's task's (`TaskSpec`); so is `max_text_bytes`, the UTF-8 bytes of each
-    text kept before tokenizing (the bound on a request's cost). Raises FileExistsError if the
-    version exists, ValueError/FileNotFoundError for a directory that cannot be exported.
+    text kept before tokenizing (the bound on a request's cost). `quantize`: "none" (float32),
+    "bf16" (a SavedModel with bfloat16 weights and matrix multiplies), "int8" (`model.tflite`, see the module
+    docstring). Raises FileExistsError if the version exists, ValueError/FileNotFoundError for a
+    directory that cannot be exported.
     """
     if not name or name != Path(name).name or name.startswith("."):
         raise ValueError(f"Invalid model name {name!r}: it must be a plain directory name.")
@@ -81,18 +96,39 @@ def export_saved_model(
     final = model_path / str(version)
     if final.exists():
         raise FileExistsError(f"{final} exists already; pick another --version (or leave it out for the next one).")
-    spec = serving_spec(load_model_directory(model_dir), seq_length, max_text_bytes)
-    module, signatures = build_serving_module(spec, ids_only)
+    spec = serving_spec(load_model_directory(model_dir), seq_length, max_text_bytes, quantization=quantize)
     model_path.mkdir(parents=True, exist_ok=True)
     staging = model_path / f".export-{version}-{os.getpid()}"
     try:
-        tf.saved_model.save(module, str(staging), signatures=signatures)
+        if quantize == "int8":
+            _write_tflite_version(spec, staging, ids_only)
+        else:
+            module, signatures = build_serving_module(spec, ids_only)
+            tf.saved_model.save(module, str(staging), signatures=signatures)
         staging.rename(final)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    logger.info("Exported %s (%s) to %s with signatures %s.", model_dir, spec.task, final, ", ".join(sorted(signatures)))
+    logger.info("Exported %s (%s, quantize %s) to %s.", model_dir, spec.task, quantize, final)
     return final
+
+
+def _int8_takes_text(spec: ServingSpec, ids_only: bool = False) -> bool:
+    """Whether the int8 (TFLite) version takes raw text: not for ner and squad (`serving.tflite_export`)."""
+    return not ids_only and spec.task not in WINDOWED_TASKS
+
+
+def _write_tflite_version(spec: ServingSpec, version_dir: Path, ids_only: bool) -> None:
+    """Writes `version_dir/model.tflite`: the model converted with int8 quantization, checked to run."""
+    version_dir.mkdir()
+    path = version_dir / TFLITE_MODEL_FILE
+    takes_text = _int8_takes_text(spec, ids_only)
+    if not takes_text and not ids_only:
+        logger.warning("The int8 %s model takes token ids (its serving_default is serve_ids): TFLite cannot run the "
+                       "windows that long %s texts need. Serve the float32 or bf16 SavedModel for raw text.",
+                       spec.task, spec.task)
+    path.write_bytes(convert(spec, "text" if takes_text else "ids", "int8"))
+    check_runs(TfliteModel(path), spec)
 
 
 def next_version(model_path: str | Path) -> int:
@@ -114,9 +150,7 @@ def build_serving_module(spec: ServingSpec, ids_only: bool = False) -> tuple[tf.
     module.do_lower_case = tf.Variable(spec.lower_case, trainable=False, name="do_lower_case")
     module.seq_length = tf.Variable(spec.seq_length, trainable=False, name="seq_length")
 
-    model_info = model_info_function(spec, extra=lambda: {
-        "vocab_file": module.vocab_file.asset_path,
-        "max_text_bytes": tf.constant(spec.task_spec.max_text_bytes, tf.int32)})
+    model_info = model_info_function(spec, extra=lambda: {"vocab_file": module.vocab_file.asset_path})
     signatures = {"serve_ids": serve_ids_function(spec).get_concrete_function(),
                   "model_info": model_info.get_concrete_function()}
     if ids_only:

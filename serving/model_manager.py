@@ -1,9 +1,9 @@
 """`ModelManager`: the models a server serves and, for each (`VersionedModel`), the versions it
 loads from disk, managed as TensorFlow Serving manages them.
 
-Layout: `BASE/NAME/<version>/saved_model.pb`, `<version>` a decimal integer; other entries
-(e.g. `.tmp-3`) are ignored, and so is a version directory until its `saved_model.pb` is
-there. Write a new version atomically if you can: save it to a temporary directory beside
+Layout: `BASE/NAME/<version>/saved_model.pb` (or `model.tflite`: `serving.servable`),
+`<version>` a decimal integer; other entries (e.g. `.tmp-3`) are ignored, and so is a version
+directory until its `saved_model.pb` or `model.tflite` is there. Write a new version atomically if you can: save it to a temporary directory beside
 the versions and rename that to its number (`bert-tf export` does).
 
 Versions (TensorFlow Serving's flags in brackets):
@@ -61,7 +61,7 @@ from tensorflow_serving.apis import get_model_status_pb2
 
 from serving.errors import ServingError
 from serving.model_config import ModelConfig, VersionPolicy, beside_config, read_model_config_file
-from serving.servable import SAVED_MODEL_FILE, Servable
+from serving.servable import SAVED_MODEL_FILE, TFLITE_MODEL_FILE, Servable, holds_model, load_servable
 
 logger = logging.getLogger(__name__)
 
@@ -102,9 +102,10 @@ def check_base_path(base_path: Path, name: str) -> None:
         raise FileNotFoundError(
             f"Model base path not found: {base_path} (expected {base_path}/<version>/{SAVED_MODEL_FILE})."
         )
-    if (base_path / SAVED_MODEL_FILE).is_file():
+    if holds_model(base_path):
+        held = SAVED_MODEL_FILE if (base_path / SAVED_MODEL_FILE).is_file() else TFLITE_MODEL_FILE
         raise ValueError(
-            f"{base_path} is a version folder (it holds {SAVED_MODEL_FILE}): pass its parent, {base_path.parent}, "
+            f"{base_path} is a version folder (it holds {held}): pass its parent, {base_path.parent}, "
             "as the model's base path."
         )
     if (base_path / BERT_TF_METADATA_FILE).is_file():
@@ -122,26 +123,27 @@ def check_base_path(base_path: Path, name: str) -> None:
 
 
 def _versions_in(base_path: Path) -> set[int]:
-    """The complete version directories (`<number>/saved_model.pb`) under `base_path` (none if it is gone)."""
+    """The complete version directories (`serving.servable.holds_model`) under `base_path` (none if it is gone)."""
     try:
         children = list(base_path.iterdir())
     except (FileNotFoundError, NotADirectoryError):
         return set()
     return {
         int(child.name) for child in children
-        if child.name.isascii() and child.name.isdigit() and (child / SAVED_MODEL_FILE).is_file()
+        if child.name.isascii() and child.name.isdigit() and holds_model(child)
     }
 
 
 class VersionedModel:
     """Model `config.name`: its versions under `config.base_path`, served by `config.policy` (see the module docstring).
 
-    `poll_wait_s` ≤ 0 lists the base path once, at `start()`. `max_batch_size` is passed to
-    each `Servable`. `labels` ({label: version}) is set by `ModelManager` once checked.
+    `poll_wait_s` ≤ 0 lists the base path once, at `start()`. `max_batch_size` and
+    `prefer_tflite_model` are passed to each `load_servable`. `labels` ({label: version}) is set by `ModelManager` once checked.
     """
 
     def __init__(
-        self, config: ModelConfig, poll_wait_s: float = 1.0, max_batch_size: int = 0, retries: LoadRetries = LoadRetries()
+        self, config: ModelConfig, poll_wait_s: float = 1.0, max_batch_size: int = 0, retries: LoadRetries = LoadRetries(),
+        prefer_tflite_model: bool = False,
     ):
         self.name = config.name
         self.base_path = config.base_path.resolve()
@@ -150,6 +152,7 @@ class VersionedModel:
         self.poll_wait_s = poll_wait_s
         self.max_batch_size = max_batch_size
         self.retries = retries
+        self.prefer_tflite_model = prefer_tflite_model
         self._servables: dict[int, Servable] = {}  # replaced, never changed: requests read it without the lock
         self._states: dict[int, VersionState] = {}
         self._failures: dict[int, _Failure] = {}
@@ -167,10 +170,10 @@ class VersionedModel:
         if not self._on_disk:
             waits = "waiting for" if self.poll_wait_s > 0 else "polling is off, so restart the server after writing"
             logger.warning(
-                "No version of model %r in %s yet: %s %s/<version>/%s (bert-tf export --model DIR --out %s --name %s "
-                "writes one).",
-                self.name, self.base_path, waits, self.base_path, SAVED_MODEL_FILE, self.base_path.parent,
-                self.base_path.name,
+                "No version of model %r in %s yet: %s %s/<version>/%s or %s (bert-tf export --model DIR --out %s "
+                "--name %s writes one).",
+                self.name, self.base_path, waits, self.base_path, SAVED_MODEL_FILE, TFLITE_MODEL_FILE,
+                self.base_path.parent, self.base_path.name,
             )
         self._stopping.clear()
         self._poller = threading.Thread(target=self._poll_forever, name=f"poll-{self.name}", daemon=True)
@@ -300,7 +303,7 @@ class VersionedModel:
         self._set_state(version, VersionState("LOADING"))
         logger.info("Loading version %d of model %r from %s.", version, self.name, path)
         try:
-            servable = Servable(path, version, self.max_batch_size)
+            servable = load_servable(path, version, self.max_batch_size, self.prefer_tflite_model)
         except Exception as error:  # any load failure is retried, then reported in the status
             self._failed(version, error, attempts=1 + (failure.attempts if failure else 0))
             return
@@ -365,6 +368,7 @@ class ModelManager:
         max_batch_size: int = 0,
         retries: LoadRetries = LoadRetries(),
         allow_version_labels_for_unavailable_models: bool = False,
+        prefer_tflite_model: bool = False,
     ):
         if bool(configs) == (config_file is not None):
             raise ValueError("Give either the models' configs or a model config file.")
@@ -374,6 +378,7 @@ class ModelManager:
         self.max_batch_size = max_batch_size
         self.retries = retries
         self.allow_version_labels_for_unavailable_models = allow_version_labels_for_unavailable_models
+        self.prefer_tflite_model = prefer_tflite_model
         self._configs = list(configs)
         self._models: dict[str, VersionedModel] = {}
         self._applying = threading.Lock()
@@ -458,7 +463,8 @@ class ModelManager:
                         self._check_base_path(config)  # all of them before any loads
                 for config in configs:
                     if config.name not in kept:
-                        models[config.name] = VersionedModel(config, self.poll_wait_s, self.max_batch_size, self.retries)
+                        models[config.name] = VersionedModel(config, self.poll_wait_s, self.max_batch_size, self.retries,
+                                                                      self.prefer_tflite_model)
                         models[config.name].start()
             except BaseException:
                 for model in models.values():

@@ -1,17 +1,22 @@
-"""`Servable`: one loaded version of a SavedModel, run with the checks TensorFlow Serving makes.
+"""Servables: one loaded version of a model, run with the checks TensorFlow Serving makes.
 
-Inputs are checked against the signature in `saved_model.pb` (names, dtypes, ranks, fixed
-dimensions, no negative dimension, the batch at most `max_batch_size`) before the model runs;
-`check_inputs` makes the same checks on claimed dtypes and shapes, so that the gRPC front end
-refuses a request before it builds any array from it. A bad request is a `ServingError`
-(INVALID_ARGUMENT, or NOT_FOUND for an unknown signature), and so is an error the graph
-itself raises (e.g. `tf.errors.InvalidArgumentError` for invalid UTF-8), with its message.
+A version directory holds a SavedModel (`saved_model.pb`, `variables/`) or a TFLite model
+(`model.tflite`, the name TensorFlow Serving's `--prefer_tflite_model` reads; `bert-tf export
+--quantize int8` writes one). `load_servable` picks: the SavedModel, unless there is none or
+`prefer_tflite_model`. Both kinds answer alike (`Servable`).
+
+Inputs are checked against the signature (names, dtypes, ranks, fixed dimensions, no negative
+dimension, the batch at most `max_batch_size`) before the model runs; `check_inputs` makes the
+same checks on claimed dtypes and shapes, so that the gRPC front end refuses a request before it
+builds any array from it. A bad request is a `ServingError` (INVALID_ARGUMENT, or NOT_FOUND for
+an unknown signature), and so is an error the model itself raises (e.g.
+`tf.errors.InvalidArgumentError` for invalid UTF-8), with its message.
 
 One deliberate difference from TensorFlow Serving: an unknown signature name is NOT_FOUND
 here; the official server answers FAILED_PRECONDITION.
 
 Example:
-    >>> servable = Servable("/tmp/models/demo/1", version=1)        # doctest: +SKIP
+    >>> servable = load_servable("/tmp/models/demo/1", version=1)        # doctest: +SKIP
     >>> servable.predict("serving_default", {"text": np.array([b"hello"], dtype=object)})  # doctest: +SKIP
     {'label_names': array([[b'negative', b'neutral', b'positive']], dtype=object),
      'probabilities': array([[0.2, 0.3, 0.5]], dtype=float32)}
@@ -19,6 +24,9 @@ Example:
 
 from __future__ import annotations
 
+import abc
+import os
+import threading
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -35,29 +43,51 @@ from serving.errors import ServingError
 
 DEFAULT_SIGNATURE = "serving_default"
 SAVED_MODEL_FILE = "saved_model.pb"
+TFLITE_MODEL_FILE = "model.tflite"
 
 
-class Servable:
-    """Version `version` of a model, loaded from the SavedModel directory `path`.
+def holds_model(version_dir: Path) -> bool:
+    """Whether `version_dir` holds a complete model: `saved_model.pb` or `model.tflite`."""
+    return (version_dir / SAVED_MODEL_FILE).is_file() or (version_dir / TFLITE_MODEL_FILE).is_file()
+
+
+def load_servable(path: str | Path, version: int, max_batch_size: int = 0,
+                  prefer_tflite_model: bool = False) -> "Servable":
+    """The model in the version directory `path`: its SavedModel, or its `model.tflite` if it has no
+    SavedModel or `prefer_tflite_model` (TensorFlow Serving's flag)."""
+    path = Path(path)
+    tflite = path / TFLITE_MODEL_FILE
+    if tflite.is_file() and (prefer_tflite_model or not (path / SAVED_MODEL_FILE).is_file()):
+        return TfliteServable(path, version, max_batch_size)
+    return SavedModelServable(path, version, max_batch_size)
+
+
+class Servable(abc.ABC):
+    """Version `version` of a model, loaded from the version directory `path` (see `load_servable`).
 
     `max_batch_size` (0: no limit) rejects requests whose batch (the first dimension of
     the inputs) is larger, as TensorFlow Serving does when batching is configured.
+    `signature_defs` are the signatures as TensorFlow Serving's metadata reports them;
+    `signature_names` those a request may run.
     """
 
     def __init__(self, path: str | Path, version: int, max_batch_size: int = 0):
         self.path = Path(path)
         self.version = version
         self.max_batch_size = max_batch_size
-        self._model = tf.saved_model.load(str(self.path), tags=["serve"])
-        self.signature_defs = _read_signature_defs(self.path / SAVED_MODEL_FILE)
+        self.signature_defs = get_model_metadata_pb2.SignatureDefMap()
+        self.signature_names: frozenset[str] = frozenset()
+
+    @abc.abstractmethod
+    def _run(self, name: str, inputs: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
+        """Signature `name`'s outputs for checked inputs of its dtypes; model errors as `ServingError`."""
 
     def signature_def(self, name: str) -> meta_graph_pb2.SignatureDef:
         """The runnable signature `name` ("" means `serving_default`); NOT_FOUND if there is none."""
         name = name or DEFAULT_SIGNATURE
-        if name not in self._model.signatures:
+        if name not in self.signature_names:
             raise ServingError.not_found(
-                f'Serving signature key "{name}" not found. '
-                f"This model has: {', '.join(sorted(self._model.signatures))}."
+                f'Serving signature key "{name}" not found. This model has: {", ".join(sorted(self.signature_names))}.'
             )
         return self.signature_defs.signature_def[name]
 
@@ -74,15 +104,8 @@ class Servable:
                 f"output tensor alias not found in signature: {', '.join(unknown)}; "
                 f"the outputs are {', '.join(sorted(signature.outputs))}."
             )
-        tensors = {
-            key: tf.constant(value, dtype=tf.dtypes.as_dtype(signature.inputs[key].dtype))
-            for key, value in inputs.items()
-        }
-        try:
-            outputs = self._model.signatures[name](**tensors)
-        except tf.errors.OpError as error:
-            raise ServingError.from_tf_error(error) from error
-        return {key: _as_array(outputs[key].numpy()) for key in wanted}
+        outputs = self._run(name, inputs)
+        return {key: _as_array(outputs[key]) for key in wanted}
 
     def check_inputs(
         self, signature_name: str, inputs: Mapping[str, tuple[tf.DType, Sequence[int]]]
@@ -125,6 +148,50 @@ class Servable:
                 "(--max_batch_size); send smaller batches (the clients' max_batch_size splits them)."
             )
         return signature
+
+
+class SavedModelServable(Servable):
+    """A SavedModel version (`saved_model.pb`, `variables/`), run by TensorFlow."""
+
+    def __init__(self, path: str | Path, version: int, max_batch_size: int = 0):
+        super().__init__(path, version, max_batch_size)
+        self._model = tf.saved_model.load(str(self.path), tags=["serve"])
+        self.signature_defs = _read_signature_defs(self.path / SAVED_MODEL_FILE)
+        self.signature_names = frozenset(self._model.signatures)
+
+    def _run(self, name: str, inputs: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
+        specs = self.signature_defs.signature_def[name].inputs
+        tensors = {key: tf.constant(value, dtype=tf.dtypes.as_dtype(specs[key].dtype)) for key, value in inputs.items()}
+        try:
+            outputs = self._model.signatures[name](**tensors)
+        except tf.errors.OpError as error:
+            raise ServingError.from_tf_error(error) from error
+        return {key: value.numpy() for key, value in outputs.items()}
+
+
+class TfliteServable(Servable):
+    """A TFLite version (`model.tflite`), run by LiteRT with one thread per usable core.
+
+    One call runs at a time (a LiteRT interpreter is not thread-safe; its kernels use every
+    core). Texts are cut to the model's `max_text_bytes` (`model_info`) before they reach
+    the interpreter, as the SavedModel cuts them in its graph.
+    """
+
+    def __init__(self, path: str | Path, version: int, max_batch_size: int = 0):
+        from serving.tflite_runner import TfliteModel
+
+        super().__init__(path, version, max_batch_size)
+        self._model = TfliteModel(self.path / TFLITE_MODEL_FILE, num_threads=len(os.sched_getaffinity(0)))
+        self._lock = threading.Lock()
+        self.signature_defs = self._model.signature_defs()
+        self.signature_names = frozenset(self._model.signatures)
+
+    def _run(self, name: str, inputs: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
+        try:
+            with self._lock:
+                return self._model.run(inputs, name)
+        except (RuntimeError, ValueError) as error:
+            raise ServingError.invalid_argument(f"The TFLite model failed on this request: {error}") from error
 
 
 def _read_signature_defs(path: Path) -> get_model_metadata_pb2.SignatureDefMap:

@@ -65,6 +65,8 @@ class ModelServer:
     `model_config_poll_wait_s` how often the config file is re-read (≤ 0: only at start);
     a failed load is retried `max_num_load_retries` times, `load_retry_interval_s` apart;
     `allow_version_labels_for_unavailable_models` as in `serving.model_manager`;
+    `prefer_tflite_model` serves a version's `model.tflite` when it has a SavedModel too
+    (`serving.servable.load_servable`);
     `max_batch_size` rejects larger batches with INVALID_ARGUMENT (0: no limit);
     `grpc_max_threads` gRPC requests run at once; `grpc_channel_arguments` override
     `serving.grpc_service.DEFAULT_CHANNEL_ARGUMENTS` (e.g. {"grpc.max_receive_message_length":
@@ -91,6 +93,7 @@ class ModelServer:
         max_num_load_retries: int = DEFAULT_MAX_NUM_LOAD_RETRIES,
         load_retry_interval_s: float = DEFAULT_LOAD_RETRY_INTERVAL_MICROS / 1e6,
         allow_version_labels_for_unavailable_models: bool = False,
+        prefer_tflite_model: bool = False,
     ):
         if model_config_file is None:
             if model_base_path is None:
@@ -110,6 +113,7 @@ class ModelServer:
         self.max_num_load_retries = max_num_load_retries
         self.load_retry_interval_s = load_retry_interval_s
         self.allow_version_labels_for_unavailable_models = allow_version_labels_for_unavailable_models
+        self.prefer_tflite_model = prefer_tflite_model
         self.host = host
         self.grpc_port = grpc_port
         self.rest_port = rest_port
@@ -150,6 +154,7 @@ class ModelServer:
             max_batch_size=self.max_batch_size,
             retries=LoadRetries(self.max_num_load_retries, self.load_retry_interval_s),
             allow_version_labels_for_unavailable_models=self.allow_version_labels_for_unavailable_models,
+            prefer_tflite_model=self.prefer_tflite_model,
         )
         self._models.start()
         try:
@@ -234,8 +239,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8500, help="gRPC port (default 8500; 0: a free port)")
     parser.add_argument("--rest_api_port", type=int, default=8501, help="REST port (default 8501; 0: a free port)")
     parser.add_argument("--model_name", default="default", help="the model's name in requests (default: default)")
-    parser.add_argument("--model_base_path", metavar="DIR", help="directory holding <version>/saved_model.pb (BASE/NAME of "
-                        "bert-tf export --out BASE --name NAME)")
+    parser.add_argument("--model_base_path", metavar="DIR", help="directory holding <version>/saved_model.pb or "
+                        "<version>/model.tflite (BASE/NAME of bert-tf export --out BASE --name NAME)")
     parser.add_argument(
         "--model_config_file", default="", metavar="FILE",
         help="a text ModelServerConfig listing models, version policies and labels (e.g. serving/models.config); "
@@ -261,6 +266,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow_version_labels_for_unavailable_models", type=parse_bool, nargs="?", const=True, default=False,
         metavar="BOOL", help="let a new version label point at a version not loaded yet (default false)",
+    )
+    parser.add_argument(
+        "--prefer_tflite_model", type=parse_bool, nargs="?", const=True, default=False, metavar="BOOL",
+        help="serve a version's model.tflite, not its SavedModel, when it has both (default false)",
     )
     parser.add_argument(
         "--max_batch_size", type=int, default=DEFAULT_MAX_BATCH_SIZE,
@@ -306,6 +315,7 @@ def run(args: argparse.Namespace) -> None:
         max_num_load_retries=args.max_num_load_retries,
         load_retry_interval_s=args.load_retry_interval_micros / 1e6,
         allow_version_labels_for_unavailable_models=args.allow_version_labels_for_unavailable_models,
+        prefer_tflite_model=args.prefer_tflite_model,
     )
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM stops like Ctrl-C

@@ -36,11 +36,14 @@ import tensorflow as tf
 
 from bert_tf.checkpoints.pretrained import ModelDirectory
 from bert_tf.model import INPUT_NAMES
+from bert_tf.precision import with_precision
 from bert_tf.tasks.classification import classifier_outputs
 from bert_tf.tasks.ner import token_outputs
 from bert_tf.tasks.spec import TaskSpec
 from bert_tf.tasks.squad import row_answers
 from bert_tf.vocabulary import Vocabulary
+
+QUANTIZATIONS = ("none", "bf16", "int8")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +55,7 @@ class ServingSpec:
     vocabulary: Vocabulary
     vocab_file: Path
     classifier_mode: str = ""
+    quantization: str = "none"  # QUANTIZATIONS: how the export computes (the spec's model is bfloat16's for "bf16")
 
     @property
     def task(self) -> str:
@@ -75,9 +79,18 @@ class ServingSpec:
 
 
 def serving_spec(directory: ModelDirectory, seq_length: int | None = None,
-                 max_text_bytes: int | None = None) -> ServingSpec:
-    """The `ServingSpec` of a loaded model directory; `seq_length` and `max_text_bytes` override its task's."""
+                 max_text_bytes: int | None = None, quantization: str = "none") -> ServingSpec:
+    """The `ServingSpec` of a loaded model directory; `seq_length` and `max_text_bytes` override its task's.
+
+    `quantization` (`QUANTIZATIONS`): "none" (float32), "bf16" (the model with bfloat16 weights
+    and matrix multiplies: `bert_tf.precision`), "int8" (float32 here: the TFLite converter
+    quantizes it, `serving.tflite_export`).
+    """
+    if quantization not in QUANTIZATIONS:
+        raise ValueError(f"quantization must be one of {', '.join(QUANTIZATIONS)}; got {quantization!r}.")
     model, task_spec = directory.model, directory.task
+    if quantization == "bf16":
+        model = with_precision(model, "bfloat16")
     overrides = {name: value for name, value in (("seq_length", seq_length), ("max_text_bytes", max_text_bytes))
                  if value is not None}
     if overrides:
@@ -91,6 +104,7 @@ def serving_spec(directory: ModelDirectory, seq_length: int | None = None,
         vocabulary=vocabulary,
         vocab_file=vocab_file,
         classifier_mode=model.mode if task_spec.task == "classify" else "",
+        quantization=quantization,
     )
 
 
@@ -118,7 +132,8 @@ def serve_ids_function(spec: ServingSpec) -> tf.types.experimental.PolymorphicFu
 
 def model_info_function(spec: ServingSpec, extra=dict) -> tf.types.experimental.PolymorphicFunction:
     """The `model_info` signature's function: `request` (string [batch]; values ignored) in, the
-    recorded settings out, one row per request: `task`, `seq_length`, `lower_case`, `vocab_size`,
+    recorded settings out, one row per request: `task`, `seq_length`, `max_text_bytes` (each text
+    is cut to this many UTF-8 bytes before tokenizing), `quantization`, `lower_case`, `vocab_size`,
     `label_names` [batch, k] (classify, ner), `classifier_mode` (classify), `multi_label_threshold`
     (multi-label classifiers), and `extra()`'s values.
 
@@ -131,6 +146,8 @@ def model_info_function(spec: ServingSpec, extra=dict) -> tf.types.experimental.
         info = {
             "task": tf.constant(spec.task),
             "seq_length": tf.constant(spec.seq_length, tf.int32),
+            "max_text_bytes": tf.constant(spec.task_spec.max_text_bytes, tf.int32),
+            "quantization": tf.constant(spec.quantization),
             "lower_case": tf.constant(spec.lower_case),
             "vocab_size": tf.constant(len(spec.vocabulary), tf.int32),
             **extra(),

@@ -5,7 +5,8 @@ interpreters have no Flex delegate, so SELECT_TF_OPS models would not run):
 - "ids": signature `serving_default` takes `input_word_ids`, `input_mask`,
   `input_type_ids` (int32 [batch, seq_length]); runs on any TFLite interpreter.
 - "text": `serving_default` takes the text inputs (`text`, `text_b`, ... string
-  [batch]); also `preprocess` (text → the three ids) and `serve_ids`. The tokenizer is
+  [batch]) and runs the model on its batch padded to the longest text only (as the SavedModel
+  does); also `preprocess` (text → the three ids, padded to `seq_length`) and `serve_ids`. The tokenizer is
   written with the ops tensorflow-text has TFLite kernels for (FastBertNormalize,
   FastWordpieceTokenize, RaggedTensorToTensor), converted as custom ops: run it with
   `InterpreterWithCustomOps(custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)`
@@ -29,11 +30,13 @@ that TFLite has no kernels for. A one-window text model would silently tag fewer
 miss answers, so `inputs="text"` is refused for them; their "ids" model runs one window
 per row, and the windows come from `bert_tf.tasks.ner` / `bert_tf.tasks.squad` on the host.
 
-Quantization: "dynamic_range" (int8 weights, float activations; tensors under 1024
-elements stay float32) or "float16" (float16 weights).
+Quantization: "int8" (TFLite's dynamic-range quantization: int8 weights, per channel; LiteRT's
+XNNPACK kernels quantize the activations to int8 row by row as they run, so the matrix
+multiplies are int8 × int8 — the fastest CPU path bert-tf has, benchmarks/RESULTS.md; tensors
+under 1024 elements stay float32) or "float16" (float16 weights, float32 arithmetic).
 
 Example:
-    >>> export_tflite("runs/sst2/model", "sst2.tflite", inputs="text", quantization="dynamic_range")  # doctest: +SKIP
+    >>> export_tflite("runs/sst2/model", "sst2.tflite", inputs="text", quantization="int8")  # doctest: +SKIP
     PosixPath('sst2.tflite')
 """
 
@@ -48,7 +51,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf.checkpoints.pretrained import load_model_directory
-from serving.dense_packing import pack_dense, segment_counts
+from serving.dense_packing import pack_dense, segment_counts, to_longest
 from serving.signatures import ServingSpec, model_info_function, serve_ids_function, serving_spec
 from serving.signatures import task_outputs, text_input_specs
 from serving.tflite_runner import TfliteModel
@@ -56,7 +59,7 @@ from serving.tflite_runner import TfliteModel
 logger = logging.getLogger(__name__)
 
 INPUT_KINDS = ("ids", "text")
-QUANTIZATIONS = ("none", "dynamic_range", "float16")
+QUANTIZATIONS = ("none", "int8", "float16")
 MAX_BYTES_PER_WORD = 100
 WINDOWED_TASKS = ("ner", "squad")  # raw text needs several windows per input: no TFLite text model
 
@@ -72,7 +75,7 @@ def export_tflite(
     out = Path(out_file)
     if out.suffix != ".tflite":
         raise ValueError(f"The TFLite output file must end in .tflite, got {out}.")
-    spec = serving_spec(load_model_directory(model_dir), seq_length)
+    spec = serving_spec(load_model_directory(model_dir), seq_length, quantization=_recorded(quantization))
     if inputs == "text" and spec.task in WINDOWED_TASKS:
         raise ValueError(f"A {spec.task} model has no raw-text TFLite export: it reads long inputs in several "
                          "windows, which TFLite cannot run; export --tflite-input ids (one window per row), or serve "
@@ -82,7 +85,7 @@ def export_tflite(
     staging = out.with_name(f".{out.name}.{os.getpid()}")
     try:
         staging.write_bytes(content)
-        _check_runs(TfliteModel(staging), spec)
+        check_runs(TfliteModel(staging), spec)
         staging.replace(out)
     except BaseException:
         staging.unlink(missing_ok=True)
@@ -111,7 +114,12 @@ def convert(spec: ServingSpec, inputs: str = "ids", quantization: str = "none") 
         return converter.convert()
 
 
-def _check_runs(model: TfliteModel, spec: ServingSpec) -> None:
+def _recorded(quantization: str) -> str:
+    """The `quantization` that `model_info` reports for a TFLite `quantization` (float16 weights compute in float32)."""
+    return "none" if quantization == "float16" else quantization
+
+
+def check_runs(model: TfliteModel, spec: ServingSpec) -> None:
     """Runs `serving_default` once, so that an op without a kernel fails the export, not a device."""
     first_id = {"input_word_ids": spec.vocabulary.cls_id, "input_mask": 1, "input_type_ids": 0}
     inputs = {name: ["a"] if name in spec.text_inputs else [[first_id[name]] + [0] * (spec.seq_length - 1)]
@@ -171,7 +179,7 @@ def _tflite_module(spec: ServingSpec, with_text: bool) -> tuple[tf.Module, dict]
 
     @tf.function(input_signature=text_input_specs(spec))
     def serve_text(*texts):
-        return task_outputs(spec, module.packer(texts))
+        return task_outputs(spec, to_longest(module.packer(texts)))
 
     @tf.function(input_signature=text_input_specs(spec))
     def preprocess(*texts):

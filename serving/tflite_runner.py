@@ -3,7 +3,10 @@
 It uses LiteRT's `InterpreterWithCustomOps` (`ai_edge_litert`) with tensorflow-text's
 TFLite kernels registered (`tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS`), so
 both the ids and the raw-text models run. Every call resizes the inputs to the batch
-given.
+given, and prepares texts as the SavedModel's graph does before tokenizing, with TensorFlow
+ops TFLite has no kernels for: each is cut to the model's `max_text_bytes` (`model_info`), and
+bytes that are not UTF-8, and U+FFFD, are dropped, as bert_tf's tokenizer drops them (the
+TFLite tokenizer would read them as `[UNK]`).
 
 Example:
     >>> model = TfliteModel("sst2.tflite")               # doctest: +SKIP
@@ -31,6 +34,7 @@ import numpy as np
 from serving.native_stderr import native_lines_dropped
 
 DEFAULT_SIGNATURE = "serving_default"
+REPLACEMENT_CHARACTER = "\ufffd".encode("utf-8")
 LITERT_INFO_LINE = re.compile(r"INFO: Created TensorFlow Lite XNNPACK delegate")
 
 
@@ -65,6 +69,11 @@ class TfliteModel:
     def input_names(self, signature: str = DEFAULT_SIGNATURE) -> list[str]:
         return list(self._signature(signature)["inputs"])
 
+    @functools.cached_property
+    def max_text_bytes(self) -> int | None:
+        """The UTF-8 bytes of each text kept before tokenizing (None for a model that does not say)."""
+        return self.info.get("max_text_bytes") if "model_info" in self.signatures else None
+
     def run(self, inputs: Mapping[str, Any], signature: str = DEFAULT_SIGNATURE) -> dict[str, np.ndarray]:
         """The signature's outputs for `inputs` ({name: array-like}, cast to the input's dtype)."""
         expected = set(self._signature(signature)["inputs"])
@@ -73,7 +82,29 @@ class TfliteModel:
         runner = self.interpreter.get_signature_runner(signature)
         details = runner.get_input_details()
         arrays = {name: _as_input(value, details[name]["dtype"]) for name, value in inputs.items()}
+        if signature != "model_info":
+            arrays = {name: _prepared_texts(value, self.max_text_bytes) if value.dtype == object else value
+                      for name, value in arrays.items()}
         return runner(**arrays)
+
+    def signature_defs(self):
+        """The signatures as TensorFlow Serving's model metadata describes them (a `SignatureDefMap`)."""
+        import tensorflow as tf
+        from tensorflow_serving.apis import get_model_metadata_pb2
+
+        result = get_model_metadata_pb2.SignatureDefMap()
+        for name in self.signatures:
+            runner = self.interpreter.get_signature_runner(name)
+            signature = result.signature_def[name]
+            signature.method_name = "tensorflow/serving/predict"
+            for tensors, details in ((signature.inputs, runner.get_input_details()),
+                                     (signature.outputs, runner.get_output_details())):
+                for key, detail in details.items():
+                    tensors[key].name = detail["name"]
+                    tensors[key].dtype = tf.dtypes.as_dtype(detail["dtype"]).as_datatype_enum
+                    for size in detail["shape_signature"]:
+                        tensors[key].tensor_shape.dim.add(size=int(size))
+        return result
 
     def predict_texts(self, *segments: Sequence[str | bytes]) -> dict[str, np.ndarray]:
         """The outputs of a raw-text model for texts (and, for pair models, a second list of texts)."""
@@ -99,6 +130,34 @@ class TfliteModel:
         if name not in self.signatures:
             raise ValueError(f"{self.path} has no signature {name!r}; it has {sorted(self.signatures)}.")
         return self.signatures[name]
+
+
+def _prepared_texts(texts: np.ndarray, max_bytes: int | None) -> np.ndarray:
+    """`texts` (UTF-8 bytes) cut to `max_bytes` (`bert_tf.tasks.text_budget.cut_text`), without invalid UTF-8
+    and U+FFFD; the array itself when there is nothing to do (the usual request)."""
+    too_long = max_bytes is not None and any(len(text) > max_bytes for text in texts.flat)
+    invalid = not all(_is_utf8(text) and REPLACEMENT_CHARACTER not in text for text in texts.flat)
+    if not (too_long or invalid):
+        return texts
+    import tensorflow as tf
+
+    from bert_tf.tasks.text_budget import cut_text
+
+    prepared = tf.constant(texts.reshape(-1))
+    if too_long:
+        prepared = cut_text(prepared, max_bytes)
+    if invalid:  # each invalid sequence becomes U+FFFD, then every U+FFFD goes: no word is split
+        prepared = tf.strings.unicode_transcode(prepared, "UTF-8", "UTF-8", errors="replace")
+        prepared = tf.strings.regex_replace(prepared, "\ufffd", "")
+    return np.array(prepared.numpy(), dtype=object).reshape(texts.shape)
+
+
+def _is_utf8(text: bytes) -> bool:
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _as_input(value, dtype) -> np.ndarray:

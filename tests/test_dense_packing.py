@@ -1,12 +1,13 @@
 """`serving.dense_packing.segment_counts` keeps, for every pair of lengths, the tokens `BertPreprocessor` keeps:
-the TFLite text model cuts pairs exactly as training and the SavedModel do, for each truncation."""
+the TFLite text model cuts pairs exactly as training and the SavedModel do, for each truncation; and
+`to_longest` pads a batch only to its longest row, as the SavedModel's raw-text signature does."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import bert_tf
-from serving.dense_packing import segment_counts
+from serving.dense_packing import segment_counts, to_longest
 from tiny_exports import write_vocab
 
 SEQ_LENGTH = 9  # an odd budget of 6 for two segments: where the truncations differ
@@ -26,3 +27,13 @@ def test_counts_equal_the_preprocessor_on_every_pair_of_lengths(truncation, tmp_
     counts = segment_counts([first, second], SEQ_LENGTH - 3, truncation)
     np.testing.assert_array_equal(counts[0].numpy(), expected_first)
     np.testing.assert_array_equal(counts[1].numpy(), expected_second)
+
+
+def test_a_batch_is_padded_only_to_its_longest_row(tmp_path):
+    preprocessor = bert_tf.BertPreprocessor(bert_tf.BertTokenizer(write_vocab(tmp_path)), 32)
+    ids = {name: value.numpy() for name, value in preprocessor(tf.constant(["the film", "a very good movie !"])).items()}
+    cut = to_longest(ids)
+    assert all(value.shape == (2, 7) for value in cut.values())  # [CLS] a very good movie ! [SEP]
+    for name, value in cut.items():
+        np.testing.assert_array_equal(np.asarray(value), ids[name][:, :7])
+    assert all(value.shape == (1, 1) for value in to_longest({name: value[:1] * 0 for name, value in ids.items()}).values())

@@ -22,6 +22,7 @@ import tensorflow as tf
 import bert_tf
 from bert_tf_cli import main
 from serving.export import export_saved_model
+from serving.grpc_client import GrpcClient
 from serving.server import ModelServer
 from serving.server_prediction import ServerPredictor
 from serving.tflite_export import export_tflite
@@ -113,6 +114,30 @@ def test_predict_evaluate_served_and_tflite_answers_agree(pair_model, tmp_path, 
     probabilities = tflite.predict_texts(texts, pairs)["probabilities"]
     np.testing.assert_allclose(probabilities, [[a["probabilities"][n] for n in names] for a in local],
                                atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("quantize", ["bf16", "int8"])
+def test_quantized_versions_serve_the_float32_labels(pair_model, tmp_path, capsys, quantize):
+    """`bert-tf export --quantize` (a bfloat16 SavedModel; int8: model.tflite), served by the development server:
+    the labels of the float32 model, also for a text over the byte budget (cut alike on every path)."""
+    model_dir, rows, _ = pair_model
+    texts, pairs, _ = (list(column) for column in zip(*rows))
+    texts, pairs = texts + ["the movie is " * 6000], pairs + ["great"]  # 72,000 bytes: over max_text_bytes
+    pair_options = [option for pair in pairs for option in ("--pair", pair)]
+    local = cli_json(capsys, "predict", "--model", str(model_dir), *texts, *pair_options)
+    base = tmp_path / "models"
+    assert main(["export", "--model", str(model_dir), "--out", str(base), "--name", "pairs", "--quantize", quantize]) == 0
+    assert (base / "pairs/1" / ("model.tflite" if quantize == "int8" else "saved_model.pb")).is_file()
+    with ModelServer("pairs", base / "pairs", poll_wait_s=0) as server:
+        target = f"127.0.0.1:{server.grpc_port}"
+        remote = cli_json(capsys, "predict", "--server", target, "--model", "pairs", *texts, *pair_options)
+        with GrpcClient(target, model_name="pairs", signature_name="model_info") as client:
+            info = client.predict({"request": [""]})
+    assert info["quantization"][0] == quantize.encode()
+    names = sorted(local[0]["probabilities"])
+    assert [answer["label"] for answer in remote] == [answer["label"] for answer in local]
+    np.testing.assert_allclose([[a["probabilities"][n] for n in names] for a in remote],
+                               [[a["probabilities"][n] for n in names] for a in local], atol=0.02, rtol=0)
 
 
 def test_the_readme_ten_line_model_works_with_every_command(tmp_path, capsys):

@@ -46,7 +46,8 @@ def text_tflite(classifier_dir, tmp_path_factory):
 def test_ids_model_matches_the_saved_model(classifier_dir, saved_model, tmp_path):
     model = TfliteModel(export_tflite(classifier_dir, tmp_path / "ids.tflite"))
     assert model.signatures["serving_default"]["inputs"] == ["input_mask", "input_type_ids", "input_word_ids"]
-    assert model.info == {"task": "classify", "seq_length": SEQ_LENGTH, "lower_case": True,
+    assert model.info == {"task": "classify", "seq_length": SEQ_LENGTH, "lower_case": True, "max_text_bytes": 65536,
+                          "quantization": "none",
                           "vocab_size": len(VOCAB), "label_names": LABELS, "classifier_mode": "single_label"}
     ids = {name: value.numpy() for name, value in saved_model.signatures["preprocess"](text=tf.constant(TEXTS)).items()}
     expected = saved_model.signatures["serve_ids"](**{name: tf.constant(value) for name, value in ids.items()})
@@ -75,6 +76,21 @@ def test_text_model_matches_the_saved_model(text_tflite, saved_model, capsys):
     assert (label, text) == (LABELS[expected[0].argmax()], TEXTS[0]) and abs(float(probability) - expected[0].max()) < 1e-3
 
 
+def test_text_model_gets_the_texts_the_saved_model_tokenizes(classifier_dir, tmp_path):
+    """Invalid UTF-8 and U+FFFD vanish without splitting a word, and texts over the byte budget are cut on a
+    character boundary, before the TFLite tokenizer sees them (`TfliteModel.run`): the same ids as the SavedModel."""
+    texts = [b"the fi\xfflm was gr\xe2\x82eat", "the film \ufffd was great".encode(), b"\xff",
+             ("the movie " * 3 + "\u00e9 a film").encode(), b"the movie " * 5]
+    saved_model = tf.saved_model.load(str(export_saved_model(classifier_dir, tmp_path, "f", max_text_bytes=31)))
+    version = export_saved_model(classifier_dir, tmp_path, "q", max_text_bytes=31, quantize="int8")
+    tflite = TfliteModel(version / "model.tflite")
+    assert tflite.max_text_bytes == 31
+    ids = tflite.run({"text": texts}, "preprocess")
+    for name, value in saved_model.signatures["preprocess"](text=tf.constant(texts)).items():
+        np.testing.assert_array_equal(ids[name], value.numpy(), err_msg=name)
+    assert ids["input_word_ids"][0].tolist()[:6] == ids["input_word_ids"][1].tolist()[:6]  # "the film was great"
+
+
 def test_pair_text_model_packs_pairs_as_training_does(vocab_file, tmp_path):
     model = bert_tf.BertClassifier(tiny_encoder(seed=12), num_classes=2)
     model_dir = bert_tf.save_pretrained(model, tmp_path / "pair", vocab_file=vocab_file, task="classify",
@@ -101,15 +117,15 @@ def test_quantization_shrinks_the_model(vocab_file, tmp_path):
     sizes, outputs = {}, {}
     ids = {"input_word_ids": np.random.default_rng(0).integers(5, len(tokens), (4, SEQ_LENGTH)),
            "input_mask": np.ones((4, SEQ_LENGTH)), "input_type_ids": np.zeros((4, SEQ_LENGTH))}
-    for quantization in ("none", "dynamic_range", "float16"):
+    for quantization in ("none", "int8", "float16"):
         path = tmp_path / f"{quantization}.tflite"
         path.write_bytes(convert(spec, "ids", quantization))
         sizes[quantization] = path.stat().st_size
         outputs[quantization] = TfliteModel(path).run(ids)["probabilities"]
-    assert sizes["dynamic_range"] <= 0.30 * sizes["none"], sizes
+    assert sizes["int8"] <= 0.30 * sizes["none"], sizes
     assert sizes["float16"] <= 0.55 * sizes["none"], sizes
     np.testing.assert_allclose(outputs["float16"], outputs["none"], atol=1e-2)
-    np.testing.assert_allclose(outputs["dynamic_range"], outputs["none"], atol=5e-2)
+    np.testing.assert_allclose(outputs["int8"], outputs["none"], atol=5e-2)
 
 
 def test_bad_arguments_are_clear_errors(classifier_dir, tmp_path):

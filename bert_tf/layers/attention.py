@@ -15,7 +15,9 @@ MASKED_SCORE = -1e9
 
 def padding_bias(input_mask):
     """[batch, seq] 1/0 mask → float32 additive bias [batch, 1, 1, seq] for the attention scores."""
-    keep = tf.cast(input_mask, tf.float32)[:, tf.newaxis, tf.newaxis, :]
+    # expand_dims, not [:, newaxis, newaxis, :]: TFLite's builtin StridedSlice has no new-axis mask,
+    # and a text model whose sequence length is only known at run time would need it.
+    keep = tf.expand_dims(tf.expand_dims(tf.cast(input_mask, tf.float32), 1), 1)
     return (1.0 - keep) * MASKED_SCORE
 
 

@@ -1,0 +1,85 @@
+"""`export --quantize int8|bf16`: what the versions hold, how they are served, and where they are refused.
+
+The agreement of the served quantized classifiers with the float32 model (labels, byte budget)
+is in tests/test_paths_agree.py; here: tiny models with random weights.
+"""
+
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import bert_tf
+from bert_tf_cli import main
+from serving.export import export_saved_model
+from serving.servable import SavedModelServable, TfliteServable, load_servable
+from tiny_exports import TEXTS, tiny_encoder, write_vocab
+
+SEQ_LENGTH = 16
+
+
+@pytest.fixture(scope="module")
+def ner_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("quantized")
+    model = bert_tf.BertTokenClassifier(tiny_encoder(), num_labels=3, label_names=["O", "B-PER", "I-PER"])
+    return bert_tf.save_pretrained(model, directory / "ner", vocab_file=write_vocab(directory), lower_case=True,
+                                   task="ner", seq_length=SEQ_LENGTH)
+
+
+def test_an_int8_ner_version_takes_the_windows_the_float32_model_makes(ner_dir, tmp_path):
+    """TFLite cannot window long texts: the int8 ner model's serving_default takes ids; fed the float32
+    SavedModel's `preprocess` windows it tags them as the float32 `serve_ids` does."""
+    float32 = load_servable(export_saved_model(ner_dir, tmp_path, "ner"), 1)
+    int8 = load_servable(export_saved_model(ner_dir, tmp_path, "ner", quantize="int8"), 2)
+    assert isinstance(int8, TfliteServable) and sorted(int8.signature_names) == ["model_info", "serving_default"]
+    assert sorted(int8.signature_def("serving_default").inputs) == ["input_mask", "input_type_ids", "input_word_ids"]
+    windows = float32.predict("preprocess", {"text": np.array([text.encode() for text in TEXTS], dtype=object)})
+    ids = {name: value.reshape(-1, SEQ_LENGTH) for name, value in windows.items()}
+    expected = float32.predict("serve_ids", ids)
+    served = int8.predict("serving_default", ids)
+    np.testing.assert_allclose(served["probabilities"], expected["probabilities"], atol=0.02, rtol=0)
+    confident = expected["probabilities"].max(-1) > 0.02 + np.sort(expected["probabilities"], -1)[..., -2]
+    np.testing.assert_array_equal(served["tag_ids"][confident], expected["tag_ids"][confident])
+
+
+def test_a_bf16_version_computes_in_bfloat16_and_answers_in_float32(ner_dir, tmp_path):
+    servable = load_servable(export_saved_model(ner_dir, tmp_path, "ner", quantize="bf16"), 1)
+    outputs = servable.predict("serving_default", {"text": np.array([b"the film was great"], dtype=object)})
+    assert outputs["probabilities"].dtype == np.float32
+    info = servable.predict("model_info", {"request": np.array([b""], dtype=object)})
+    assert info["quantization"][0] == b"bf16"
+    graph = tf.saved_model.load(str(servable.path)).signatures["serve_ids"].graph.as_graph_def()
+    matmul_dtypes = {node.attr["T"].type for function in graph.library.function for node in function.node_def
+                     if node.op in ("MatMul", "BatchMatMulV2")}
+    assert tf.bfloat16.as_datatype_enum in matmul_dtypes
+
+
+def test_a_version_holding_both_files_serves_its_saved_model_unless_told(ner_dir, tmp_path):
+    version = export_saved_model(ner_dir, tmp_path, "ner")
+    shutil.copy(export_saved_model(ner_dir, tmp_path, "ner", quantize="int8") / "model.tflite", version)
+    assert isinstance(load_servable(version, 1), SavedModelServable)
+    assert isinstance(load_servable(version, 1, prefer_tflite_model=True), TfliteServable)
+
+
+def test_serve_prefer_tflite_model_flag_is_parsed():
+    import argparse
+
+    from serving.server import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert parser.parse_args([]).prefer_tflite_model is False
+    assert parser.parse_args(["--prefer_tflite_model"]).prefer_tflite_model is True
+    assert parser.parse_args(["--prefer_tflite_model=false"]).prefer_tflite_model is False
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--format", "tflite", "--quantize", "bf16"], "--quantize bf16 applies to --format saved_model only"),
+    (["--name", "x", "--quantize", "float16"], "--quantize float16 applies to --format tflite only"),
+])
+def test_quantize_for_the_wrong_format_is_a_one_line_error(ner_dir, tmp_path, capsys, argv, message):
+    out = tmp_path / ("x.tflite" if "tflite" in argv else "models")
+    assert main(["export", "--model", str(ner_dir), "--out", str(out), *argv]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert message in line and not out.exists()
