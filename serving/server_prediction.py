@@ -46,14 +46,16 @@ class ServerPredictor:
             signatures = self.client.metadata()
         if "model_info" not in signatures:
             raise ValueError(f"Model {model_name!r} at {target} is not a bert-tf export (no model_info signature).")
-        self.text_inputs = sorted(signatures["serving_default"]["inputs"])
-        if "input_word_ids" in self.text_inputs:
-            raise ValueError(f"Model {model_name!r} takes token ids (exported with --ids-only); export it with text "
-                             "signatures to predict from text.")
         with self._one_line_errors():
             info = GrpcClient(target, model_name=model_name, signature_name="model_info", timeout_s=timeout_s).predict(
                 {"request": [""]})
         self.task_name = _text(info["task"][0])
+        self.text_inputs = sorted(signatures["serving_default"]["inputs"])
+        if "input_word_ids" in self.text_inputs:
+            why = ("an int8 (TFLite) export, which cannot window long texts; serve the float32 or bf16 export"
+                   if "quantization" in info and _text(info["quantization"][0]) == "int8"
+                   else "exported with --ids-only; export it with text signatures")
+            raise ValueError(f"Model {model_name!r} takes token ids ({why} to predict from text).")
         self.classifier_mode = _text(info["classifier_mode"][0]) if "classifier_mode" in info else ""
         self.label_names = [_text(label) for label in info["label_names"][0]] if "label_names" in info else []
         self.multi_label_threshold = float(info["multi_label_threshold"][0]) if "multi_label_threshold" in info else None

@@ -43,6 +43,16 @@ def test_an_int8_ner_version_takes_the_windows_the_float32_model_makes(ner_dir, 
     np.testing.assert_array_equal(served["tag_ids"][confident], expected["tag_ids"][confident])
 
 
+def test_predicting_text_from_an_int8_ner_version_says_why_it_takes_ids(ner_dir, tmp_path, capsys):
+    from serving.server import ModelServer
+
+    export_saved_model(ner_dir, tmp_path, "ner", quantize="int8")
+    with ModelServer("ner", tmp_path / "ner", poll_wait_s=0) as server:
+        assert main(["predict", "--server", f"127.0.0.1:{server.grpc_port}", "--model", "ner", "a film"]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert "takes token ids (an int8 (TFLite) export, which cannot window long texts; serve the float32" in line
+
+
 def test_a_bf16_version_computes_in_bfloat16_and_answers_in_float32(ner_dir, tmp_path):
     servable = load_servable(export_saved_model(ner_dir, tmp_path, "ner", quantize="bf16"), 1)
     outputs = servable.predict("serving_default", {"text": np.array([b"the film was great"], dtype=object)})
