@@ -5,8 +5,9 @@ interpreters have no Flex delegate, so SELECT_TF_OPS models would not run):
 - "ids": signature `serving_default` takes `input_word_ids`, `input_mask`,
   `input_type_ids` (int32 [batch, seq_length]); runs on any TFLite interpreter.
 - "text": `serving_default` takes the text inputs (`text`, `text_b`, ... string
-  [batch]) and runs the model on its batch padded to the longest text only (as the SavedModel
-  does); also `preprocess` (text → the three ids, padded to `seq_length`) and `serve_ids`. The tokenizer is
+  [batch]); a classifier runs on its batch padded to the longest text only, as the SavedModel
+  does (encoders answer per token, for `seq_length` tokens); also `preprocess` (text → the three
+  ids, padded to `seq_length`) and `serve_ids`. The tokenizer is
   written with the ops tensorflow-text has TFLite kernels for (FastBertNormalize,
   FastWordpieceTokenize, RaggedTensorToTensor), converted as custom ops: run it with
   `InterpreterWithCustomOps(custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)`
@@ -179,7 +180,9 @@ def _tflite_module(spec: ServingSpec, with_text: bool) -> tuple[tf.Module, dict]
 
     @tf.function(input_signature=text_input_specs(spec))
     def serve_text(*texts):
-        return task_outputs(spec, to_longest(module.packer(texts)))
+        ids = module.packer(texts)
+        # As the SavedModel: a classifier's batch is padded to its longest text only; encoders answer per token.
+        return task_outputs(spec, to_longest(ids) if spec.task == "classify" else ids)
 
     @tf.function(input_signature=text_input_specs(spec))
     def preprocess(*texts):

@@ -171,11 +171,12 @@ def test_encoder_text_model_matches_the_saved_model(vocab_file, tmp_path):
     ids = tflite.run({"text": TEXTS}, "preprocess")
     for name, value in signatures["preprocess"](text=tf.constant(TEXTS)).items():
         np.testing.assert_array_equal(ids[name], value.numpy(), err_msg=name)
-    expected = signatures["serving_default"](text=tf.constant(TEXTS))
-    outputs = tflite.run({"text": TEXTS})
-    assert set(outputs) == set(expected)
-    for name, value in outputs.items():
-        np.testing.assert_allclose(value, expected[name].numpy(), atol=1e-4, rtol=0, err_msg=name)
+    for texts in (TEXTS, TEXTS[:2]):  # also a batch of short texts: per-token outputs keep seq_length rows
+        expected = signatures["serving_default"](text=tf.constant(texts))
+        outputs = tflite.run({"text": texts})
+        assert set(outputs) == set(expected) and outputs["sequence_output"].shape[1] == SEQ_LENGTH
+        for name, value in outputs.items():
+            np.testing.assert_allclose(value, expected[name].numpy(), atol=1e-4, rtol=0, err_msg=name)
 
 
 @pytest.mark.parametrize("task", ["ner", "squad"])
