@@ -69,7 +69,6 @@ def segment_counts(lengths: list[tf.Tensor], budget: int, truncation: str) -> li
             tf.minimum(second, tf.maximum(budget - first, tf.where(first_longer, budget // 2, (budget + 1) // 2)))]
 
 
-
 def to_longest(ids: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
     """The id tensors cut to the longest row of the batch (the most `input_mask` ones; at least 1 column)."""
     longest = tf.maximum(tf.reduce_max(tf.reduce_sum(ids["input_mask"], axis=1)), 1)

@@ -62,8 +62,7 @@ from bert_tf.checkpoints.pretrained import load_model_directory
 from serving.servable import TFLITE_MODEL_FILE
 from serving.signatures import ServingSpec, model_info_function, serve_ids_function, serving_spec, text_input_specs
 from serving.text_tasks import TextSignatures
-from serving.tflite_export import WINDOWED_TASKS, check_runs, convert
-from serving.tflite_runner import TfliteModel
+from serving.tflite_export import WINDOWED_TASKS, write_tflite
 
 logger = logging.getLogger(__name__)
 
@@ -120,15 +119,12 @@ def _int8_takes_text(spec: ServingSpec, ids_only: bool = False) -> bool:
 
 def _write_tflite_version(spec: ServingSpec, version_dir: Path, ids_only: bool) -> None:
     """Writes `version_dir/model.tflite`: the model converted with int8 quantization, checked to run."""
-    version_dir.mkdir()
-    path = version_dir / TFLITE_MODEL_FILE
     takes_text = _int8_takes_text(spec, ids_only)
     if not takes_text and not ids_only:
         logger.warning("The int8 %s model takes token ids (its serving_default is serve_ids): TFLite cannot run the "
                        "windows that long %s texts need. Serve the float32 or bf16 SavedModel for raw text.",
                        spec.task, spec.task)
-    path.write_bytes(convert(spec, "text" if takes_text else "ids", "int8"))
-    check_runs(TfliteModel(path), spec)
+    write_tflite(spec, version_dir / TFLITE_MODEL_FILE, "text" if takes_text else "ids", "int8")
 
 
 def next_version(model_path: str | Path) -> int:

@@ -3,8 +3,9 @@ loads from disk, managed as TensorFlow Serving manages them.
 
 Layout: `BASE/NAME/<version>/saved_model.pb` (or `model.tflite`: `serving.servable`),
 `<version>` a decimal integer; other entries (e.g. `.tmp-3`) are ignored, and so is a version
-directory until its `saved_model.pb` or `model.tflite` is there. Write a new version atomically if you can: save it to a temporary directory beside
-the versions and rename that to its number (`bert-tf export` does).
+directory until its `saved_model.pb` or `model.tflite` is there. Write a new version atomically
+if you can: save it to a temporary directory beside the versions and rename that to its number
+(`bert-tf export` does).
 
 Versions (TensorFlow Serving's flags in brackets):
 - The base path is listed at start and every `poll_wait_s` seconds
@@ -138,7 +139,8 @@ class VersionedModel:
     """Model `config.name`: its versions under `config.base_path`, served by `config.policy` (see the module docstring).
 
     `poll_wait_s` ≤ 0 lists the base path once, at `start()`. `max_batch_size` and
-    `prefer_tflite_model` are passed to each `load_servable`. `labels` ({label: version}) is set by `ModelManager` once checked.
+    `prefer_tflite_model` are passed to each `load_servable`. `labels` ({label: version}) is set
+    by `ModelManager` once checked.
     """
 
     def __init__(
@@ -463,8 +465,8 @@ class ModelManager:
                         self._check_base_path(config)  # all of them before any loads
                 for config in configs:
                     if config.name not in kept:
-                        models[config.name] = VersionedModel(config, self.poll_wait_s, self.max_batch_size, self.retries,
-                                                                      self.prefer_tflite_model)
+                        models[config.name] = VersionedModel(config, self.poll_wait_s, self.max_batch_size,
+                                                             self.retries, self.prefer_tflite_model)
                         models[config.name].start()
             except BaseException:
                 for model in models.values():

@@ -79,8 +79,8 @@ class Servable(abc.ABC):
         self.signature_names: frozenset[str] = frozenset()
 
     @abc.abstractmethod
-    def _run(self, name: str, inputs: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
-        """Signature `name`'s outputs for checked inputs of its dtypes; model errors as `ServingError`."""
+    def _run(self, name: str, inputs: Mapping[str, np.ndarray], wanted: list[str]) -> Mapping[str, np.ndarray]:
+        """Signature `name`'s outputs (at least those `wanted`) for checked inputs; model errors as `ServingError`."""
 
     def signature_def(self, name: str) -> meta_graph_pb2.SignatureDef:
         """The runnable signature `name` ("" means `serving_default`); NOT_FOUND if there is none."""
@@ -104,7 +104,7 @@ class Servable(abc.ABC):
                 f"output tensor alias not found in signature: {', '.join(unknown)}; "
                 f"the outputs are {', '.join(sorted(signature.outputs))}."
             )
-        outputs = self._run(name, inputs)
+        outputs = self._run(name, inputs, wanted)
         return {key: _as_array(outputs[key]) for key in wanted}
 
     def check_inputs(
@@ -159,14 +159,14 @@ class SavedModelServable(Servable):
         self.signature_defs = _read_signature_defs(self.path / SAVED_MODEL_FILE)
         self.signature_names = frozenset(self._model.signatures)
 
-    def _run(self, name: str, inputs: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
+    def _run(self, name: str, inputs: Mapping[str, np.ndarray], wanted: list[str]) -> Mapping[str, np.ndarray]:
         specs = self.signature_defs.signature_def[name].inputs
         tensors = {key: tf.constant(value, dtype=tf.dtypes.as_dtype(specs[key].dtype)) for key, value in inputs.items()}
         try:
             outputs = self._model.signatures[name](**tensors)
         except tf.errors.OpError as error:
             raise ServingError.from_tf_error(error) from error
-        return {key: value.numpy() for key, value in outputs.items()}
+        return {key: outputs[key].numpy() for key in wanted}
 
 
 class TfliteServable(Servable):
@@ -186,8 +186,8 @@ class TfliteServable(Servable):
         self.signature_defs = self._model.signature_defs()
         self.signature_names = frozenset(self._model.signatures)
 
-    def _run(self, name: str, inputs: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
-        try:
+    def _run(self, name: str, inputs: Mapping[str, np.ndarray], wanted: list[str]) -> Mapping[str, np.ndarray]:
+        try:  # LiteRT computes every output anyway
             with self._lock:
                 return self._model.run(inputs, name)
         except (RuntimeError, ValueError) as error:

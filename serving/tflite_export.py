@@ -81,12 +81,17 @@ def export_tflite(
         raise ValueError(f"A {spec.task} model has no raw-text TFLite export: it reads long inputs in several "
                          "windows, which TFLite cannot run; export --tflite-input ids (one window per row), or serve "
                          "the SavedModel for raw text.")
+    return write_tflite(spec, out, inputs, quantization)
+
+
+def write_tflite(spec: ServingSpec, out: Path, inputs: str, quantization: str) -> Path:
+    """Converts `spec`'s model (`convert`) and writes `out` whole, once it has run (`_check_runs`)."""
     content = convert(spec, inputs, quantization)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.with_name(f".{out.name}.{os.getpid()}")
     try:
         staging.write_bytes(content)
-        check_runs(TfliteModel(staging), spec)
+        _check_runs(TfliteModel(staging), spec)
         staging.replace(out)
     except BaseException:
         staging.unlink(missing_ok=True)
@@ -120,7 +125,7 @@ def _recorded(quantization: str) -> str:
     return "none" if quantization == "float16" else quantization
 
 
-def check_runs(model: TfliteModel, spec: ServingSpec) -> None:
+def _check_runs(model: TfliteModel, spec: ServingSpec) -> None:
     """Runs `serving_default` once, so that an op without a kernel fails the export, not a device."""
     first_id = {"input_word_ids": spec.vocabulary.cls_id, "input_mask": 1, "input_type_ids": 0}
     inputs = {name: ["a"] if name in spec.text_inputs else [[first_id[name]] + [0] * (spec.seq_length - 1)]
