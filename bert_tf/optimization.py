@@ -11,13 +11,15 @@ Example:
     >>> type(optimizer).__name__, optimizer.weight_decay, optimizer.global_clipnorm
     ('AdamW', 0.01, 1.0)
 
-The optimizers are Keras' AdamW and Lamb with two fixes (see `_BertRecipe`): their
-weight-decay exclusions are saved with them, and under a distribution strategy the
-global norm is that of the summed gradient, as in BERT.
+The optimizers are Keras' AdamW and Lamb with three fixes (see `_BertRecipe`): their
+weight-decay exclusions are saved with them, the global norm is that of the dense
+gradient (one device or the sum over replicas), and AdamW's epsilon sits where PyTorch's
+does. One training step equals transformers' with PyTorch's AdamW
+(tests/test_trained_checkpoint_parity.py).
 
-Differences from the original recipe, all from Keras' built-in optimizers:
-- AdamW corrects the bias of its moment estimates (Hugging Face's AdamW does too;
-  google-research/bert's `AdamWeightDecayOptimizer` does not).
+Differences from the original recipe:
+- AdamW corrects the bias of its moment estimates (PyTorch's and Hugging Face's AdamW do
+  too; google-research/bert's `AdamWeightDecayOptimizer` does not).
 - Lamb applies the weight decay outside its trust ratio and computes the trust ratio
   for every variable (the LAMB paper puts the decay inside it and NVIDIA skips
   LayerNorm and biases).
@@ -82,11 +84,17 @@ class _BertRecipe:
        optimizers take them through `exclude_from_weight_decay()` and leave them out of
        their config, so an optimizer restored with a `.keras` model (to resume training)
        would silently decay LayerNorm weights and biases again.
-    2. Under a distribution strategy, `global_clipnorm` clips the norm of the summed
+    2. `global_clipnorm` clips the norm of the real gradient. Embedding gradients arrive
+       as IndexedSlices with a row per token, repeated rows included; Keras takes the norm
+       of those rows, not of their sums, so a batch with repeated words was clipped by a
+       different factor than PyTorch's dense gradient gives. They are made dense first
+       (the Adam update reads every row anyway).
+    3. Under a distribution strategy, `global_clipnorm` clips the norm of the summed
        gradient. Keras' TensorFlow optimizer clips each replica's share before it sums
-       the shares, which lets the update grow with the number of replicas. This overrides
-       `_clip_gradients`, a private hook of Keras' `Optimizer.apply`;
-       tests/test_mirrored_strategy.py checks it still runs after a Keras upgrade.
+       the shares, which lets the update grow with the number of replicas.
+    2 and 3 override `_clip_gradients`, a private hook of Keras' `Optimizer.apply`;
+    tests/test_optimization.py and tests/test_mirrored_strategy.py check it still runs
+    after a Keras upgrade.
     """
 
     def __init__(self, *, exclude_from_weight_decay=(), **kwargs):
@@ -95,14 +103,12 @@ class _BertRecipe:
         self.exclude_from_weight_decay(var_names=list(self.weight_decay_exclusions))
 
     def _clip_gradients(self, grads):
+        dense = [None if gradient is None else tf.convert_to_tensor(gradient) for gradient in grads]
         context = tf.distribute.get_replica_context()  # None in a cross-replica context
         replicas = context.num_replicas_in_sync if context else 1
         if not self.global_clipnorm or replicas == 1:
-            return super()._clip_gradients(grads)
+            return super()._clip_gradients(dense)
         # Sum, clip, and hand on each replica's 1/replicas of the result, which Keras sums again.
-        # Embedding gradients arrive as IndexedSlices with repeated rows: made dense, the norm
-        # is the norm of the real gradient, as on one device.
-        dense = [tf.convert_to_tensor(gradient) for gradient in grads]
         clipped, _ = tf.clip_by_global_norm(context.all_reduce(tf.distribute.ReduceOp.SUM, dense), self.global_clipnorm)
         return [tf.math.scalar_mul(1.0 / replicas, gradient) for gradient in clipped]
 
@@ -112,31 +118,38 @@ class _BertRecipe:
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class AdamW(_BertRecipe, keras.optimizers.AdamW):
-    """`keras.optimizers.AdamW` that saves its weight-decay exclusions and clips the global gradient under a strategy.
+    """`keras.optimizers.AdamW` with BERT's recipe (`_BertRecipe`) and the Adam step of PyTorch.
 
-    On TensorFlow it also updates each dense gradient's variable and moments in one fused kernel
-    (`ResourceApplyAdam`), the arithmetic of Keras' Adam step: Keras writes that step as a dozen
-    separate whole-tensor operations, a sizeable part of a small model's step (the 31,000 x 256
-    word embeddings of `mini`). Sparse gradients and `amsgrad` take Keras' own step.
+    The step is the Adam paper's, as PyTorch's and Hugging Face's AdamW take it: epsilon is added
+    to the root of the bias-corrected second moment, m̂ / (sqrt(v̂) + epsilon). Keras adds it
+    before the correction, which makes epsilon up to 1 / sqrt(1 - beta_2) = 32 times larger in
+    the first steps (a smaller step for small gradients, all through a short fine-tuning run).
+    On TensorFlow each variable and its moments are updated in one fused kernel
+    (`ResourceApplyAdam`): Keras writes the step as a dozen separate whole-tensor operations, a
+    sizeable part of a small model's step (the 31,000 x 256 word embeddings of `mini`).
+    `amsgrad` takes Keras' own step.
     """
 
     def update_step(self, gradient, variable, learning_rate):
-        if self.amsgrad or isinstance(gradient, tf.IndexedSlices) or keras.backend.backend() != "tensorflow":
+        if self.amsgrad or keras.backend.backend() != "tensorflow":
             return super().update_step(gradient, variable, learning_rate)
         dtype = variable.dtype
         step = tf.cast(self.iterations + 1, dtype)
         index = self._get_variable_index(variable)
         constant = lambda value: tf.cast(value, dtype)  # noqa: E731
+        beta2_power = tf.pow(constant(self.beta_2), step)
         tf.raw_ops.ResourceApplyAdam(
             var=variable.handle,
             m=self._momentums[index].value.handle,
             v=self._velocities[index].value.handle,
             beta1_power=tf.pow(constant(self.beta_1), step),
-            beta2_power=tf.pow(constant(self.beta_2), step),
+            beta2_power=beta2_power,
             lr=constant(learning_rate),
             beta1=constant(self.beta_1),
             beta2=constant(self.beta_2),
-            epsilon=constant(self.epsilon),
+            # The kernel adds epsilon to sqrt(v), before v's bias correction; scaled so, it is added after
+            # it, as in the Adam paper, PyTorch and Hugging Face: m̂ / (sqrt(v̂) + epsilon).
+            epsilon=constant(self.epsilon) * tf.sqrt(1 - beta2_power),
             grad=constant(gradient),
         )
 

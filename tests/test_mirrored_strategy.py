@@ -37,7 +37,7 @@ def test_global_clipnorm_clips_the_sum_of_the_replicas_gradients(mirrored_result
 
 
 @pytest.mark.slow
-def test_fused_adamw_update_equals_keras_adamw_under_the_strategy(mirrored_results):
+def test_fused_adamw_under_the_strategy_trains_as_on_one_device(mirrored_results):
     assert mirrored_results["fused_adamw"]["max_difference"] < 1e-5
 
 
