@@ -73,3 +73,15 @@ def test_class_weights_are_n_over_k_times_count():
 def test_bad_inputs_raise_clear_errors(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_scores_of_some_classes_count_every_prediction_of_them():
+    """A class's precision counts all its predictions, also those whose true class is not among `classes`
+    (multi-label scoring asks for class True alone: precision was 1 whenever any prediction was right)."""
+    scores = precision_recall_f1([1, 0, 0, 2], [1, 1, 0, 1], classes=[1])
+    np.testing.assert_allclose(scores["precision"], [1 / 3])
+    np.testing.assert_allclose(scores["recall"], [1.0])
+    np.testing.assert_allclose(scores["f1"], [0.5])
+    np.testing.assert_array_equal(scores["support"], [1])
+    truth, predicted = np.array([True, False, False]), np.array([True, True, False])
+    np.testing.assert_allclose(precision_recall_f1(truth, predicted, classes=[True])["precision"], [0.5])

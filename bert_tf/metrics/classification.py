@@ -61,9 +61,12 @@ def accuracy(labels, predictions) -> float:
 def precision_recall_f1(labels, predictions, classes: Sequence | None = None) -> dict[str, np.ndarray]:
     """Per class (in the order of `classes`, default: every class seen, sorted): `precision`,
     `recall`, `f1` and `support` (the number of true examples)."""
-    counts = confusion_matrix(labels, predictions, classes)
-    true_positives = np.diag(counts)
-    support, predicted = counts.sum(axis=1), counts.sum(axis=0)
+    labels, predictions = _label_arrays(labels, predictions)
+    classes = _classes(labels, predictions, classes)
+    # Per class, over every example (not only those whose true class is among `classes`).
+    is_true, is_predicted = (labels[:, None] == classes[None, :]), (predictions[:, None] == classes[None, :])
+    true_positives = (is_true & is_predicted).sum(axis=0)
+    support, predicted = is_true.sum(axis=0), is_predicted.sum(axis=0)
     precision, recall = _ratio(true_positives, predicted), _ratio(true_positives, support)
     return {
         "precision": precision,
