@@ -15,6 +15,7 @@ Benchmarks (each a module of this package with `run(settings) -> BenchmarkResult
   quantized_accuracy  SST-2 and CoNLL-2003 dev scores of the bf16 and int8 serving paths against float32
   served_quantized    the bf16 and int8 exports served by `bert-tf serve`: SST-2 dev labels and sentences/s
   int8_matmul one BERT-base dense product by every int8 and bfloat16 route (TensorFlow, LiteRT, ONNX Runtime)
+  quality     fine-tuning from the trained BERT-Mini, bert-tf against transformers, 5 tasks x 3 seeds (~2 hours)
 
 Each benchmark runs in its own process (a fresh memory) and times its contenders interleaved
 (A B A B ...) after warm-up and reports medians with their spread. Results go to benchmarks/RESULTS.md (one delimited section per benchmark,
@@ -50,6 +51,7 @@ BENCHMARKS = {
     "quantized_accuracy": "quantized_accuracy",
     "served_quantized": "served_quantized",
     "int8_matmul": "int8_matmul",
+    "quality": "quality",
 }
 
 

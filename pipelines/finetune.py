@@ -31,6 +31,7 @@ from pathlib import Path
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 import bert_tf
 from bert_tf.checkpoints import check_vocabulary_fits
@@ -39,10 +40,10 @@ from bert_tf.optimization import create_optimizer
 from bert_tf.tokenizer import BertTokenizer
 from bert_tf.vocabulary import read_vocab_file, resolve_lower_case
 from pipelines.finetune_config import FinetuneConfig
-
-CASING_FLAGS = ("--cased (lower_case=False)", "--uncased (lower_case=True)")  # how casing errors name them
 from pipelines.finetune_task import FinetuneTask
 from pipelines.tasks import task_from_config, task_from_directory
+
+CASING_FLAGS = ("--cased (lower_case=False)", "--uncased (lower_case=True)")  # how casing errors name them
 
 logger = logging.getLogger(__name__)
 
@@ -129,19 +130,37 @@ def _subset(task: FinetuneTask, examples, config: FinetuneConfig):
     return task.subset(examples, np.sort(rng.choice(len(examples), config.max_train_examples, replace=False)))
 
 
+@dataclasses.dataclass
+class TrainingData:
+    """What a fine-tuning run trains on: its task (labels learned), examples and batches."""
+
+    task: FinetuneTask
+    examples: object  # the training examples (a seeded subset with max_train_examples)
+    data: object  # the examples as `task.prepare` made them
+    batches: tf.data.Dataset  # one epoch of batches, shuffled (and bucketed) anew by each pass over it
+    steps: int  # optimizer updates in the whole run (batches x epochs)
+
+
+def training_data(config: FinetuneConfig, tokenizer: BertTokenizer) -> TrainingData:
+    """The training data of `config`: the batches `finetune` fits on, epoch after epoch, in the same order
+    wherever they are made after `keras.utils.set_random_seed(config.seed)` (a reference framework can
+    train on exactly them: benchmarks/quality.py)."""
+    task = task_from_config(config, tokenizer)
+    examples = _subset(task, task.read(config.train_file, fit_labels=True), config)
+    data = task.prepare(examples, training=True)
+    batches = task.training_batches(data, config.batch_size, config.bucketing, config.seed)
+    return TrainingData(task, examples, data, batches, int(batches.cardinality()) * config.epochs)
+
+
 def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
     """Fine-tunes `config.init` on `config.train_file` and writes the model to `config.output_dir`."""
     out = _check_output_dir(config)
     keras.utils.set_random_seed(config.seed)
     encoder, vocab_file, lower_case = load_encoder(config)
     tokenizer = BertTokenizer(vocab_file, lower_case)
-    task = task_from_config(config, tokenizer)
-    train_examples = _subset(task, task.read(config.train_file, fit_labels=True), config)
-    train = task.prepare(train_examples, training=True)
+    training = training_data(config, tokenizer)
+    task, train, steps = training.task, training.data, training.steps
     dev = task.prepare(task.read(config.dev_file), training=False) if config.dev_file else None
-
-    batches = task.training_batches(train, config.batch_size, config.bucketing, config.seed)
-    steps = int(batches.cardinality()) * config.epochs
     model = task.build_model(encoder, config.dropout)
     optimizer = create_optimizer(config.learning_rate, steps, int(steps * config.warmup_proportion),
                                  weight_decay=config.weight_decay)
@@ -152,7 +171,7 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
     try:
         dev_scores = DevScores(task, dev, config.batch_size) if dev is not None else None
         started = time.perf_counter()
-        history = _fit(model, batches, config, task.class_weight(config, train), dev_scores,
+        history = _fit(model, training.batches, config, task.class_weight(config, train), dev_scores,
                        checkpoints / "best.weights.h5", progress)
         train_seconds = time.perf_counter() - started
         metrics, best_epoch = {}, None
@@ -166,18 +185,18 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
         checked, checked_name = (dev, "dev") if dev is not None else (train, "training")
         _warn_if_collapsed(task, model, checked, checked_name, config)
         epochs_run = len(history.history.get("loss", []))
+        epoch_logs = {name: [float(value) for value in values] for name, values in history.history.items()}
         bert_tf.save_pretrained(
             model, out, vocab_file=vocab_file, lower_case=tokenizer.lower_case,
             task=task.spec, dev_scores=metrics,
-            training={"config": dataclasses.asdict(config), "train_examples": len(train_examples),
+            training={"config": dataclasses.asdict(config), "train_examples": len(training.examples),
                       "train_steps": steps, "epochs_run": epochs_run, "best_epoch": best_epoch,
-                      "train_seconds": round(train_seconds, 1)},
+                      "train_seconds": round(train_seconds, 1), "history": epoch_logs},
         )
     finally:
         shutil.rmtree(checkpoints, ignore_errors=True)
-    return FinetuneResult(out, metrics, best_epoch, epochs_run,
-                          {name: [float(v) for v in values] for name, values in history.history.items()},
-                          len(train_examples), steps, train_seconds)
+    return FinetuneResult(out, metrics, best_epoch, epochs_run, epoch_logs, len(training.examples), steps,
+                          train_seconds)
 
 
 def _warn_if_collapsed(task: FinetuneTask, model, data, name: str, config: FinetuneConfig) -> None:
@@ -207,9 +226,11 @@ def _fit(model, batches, config: FinetuneConfig, class_weight, dev_scores: DevSc
     with warnings.catch_warnings():
         # Token-level heads (NER, SQuAD) do not use the pooler, so it gets no gradient; that is expected.
         warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables .*pooler")
-        # `batches` shuffles itself (with bucketing); Keras cannot shuffle a tf.data.Dataset.
-        return model.fit(batches, epochs=config.epochs, callbacks=callbacks, verbose=verbose,
-                         class_weight=class_weight, shuffle=False)
+        # `batches` shuffles itself (with bucketing); Keras cannot shuffle a tf.data.Dataset. Each pass over it
+        # is the next epoch's order: with steps_per_epoch, Keras makes one pass per epoch (without, it opens
+        # and drops a pass at every epoch's end, so its epochs would see every other order).
+        return model.fit(batches, epochs=config.epochs, steps_per_epoch=int(batches.cardinality()),
+                         callbacks=callbacks, verbose=verbose, class_weight=class_weight, shuffle=False)
 
 
 def evaluate(model_dir, data_file, batch_size: int = 32, progress: bool = True) -> tuple[FinetuneTask, dict]:

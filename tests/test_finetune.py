@@ -164,3 +164,36 @@ def test_config_checks_settings():
     assert FinetuneConfig(task="squad", train_file="t", output_dir="o", init="tiny").sequence_length() == 384
     with pytest.raises(ValueError, match="seq_length 40 is too short for task 'squad'"):
         FinetuneConfig(task="squad", train_file="t", output_dir="o", init="tiny", seq_length=40)
+
+
+def test_training_data_gives_the_batches_fit_trains_on_in_order(files, tmp_path, monkeypatch):
+    """A reference framework trains on `training_data(config, ...)`'s batches (benchmarks/quality.py): they must be
+    those `finetune`'s `model.fit` consumes, epoch after epoch (with bucketing, a reshuffle per epoch, a subset)."""
+    import keras
+    import tensorflow as tf
+
+    import pipelines.finetune as finetune_module
+
+    seen = []
+
+    def recording_fit(model, batches, *args, **kwargs):
+        def record(features, labels):
+            ids = features["input_word_ids"]
+            recorded = tf.py_function(lambda ids: seen.append(ids.numpy().tolist()) or ids, [ids], tf.int32)
+            return {**features, "input_word_ids": tf.ensure_shape(recorded, ids.shape)}, labels
+
+        return original_fit(model, batches.map(record), *args, **kwargs)
+
+    original_fit = finetune_module._fit
+    monkeypatch.setattr(finetune_module, "_fit", recording_fit)
+    settings = config(files, tmp_path, epochs=3, batch_size=8, seed=7, max_train_examples=60, bucketing=True,
+                      seq_length=32)
+    finetune(settings, progress=False)
+
+    keras.utils.set_random_seed(settings.seed)
+    vocab_file = bert_tf.load_model_directory(tmp_path / "model").vocab_file
+    training = finetune_module.training_data(settings, BertTokenizer(vocab_file, lower_case=True))
+    again = [features["input_word_ids"].numpy().tolist() for _ in range(settings.epochs)
+             for features, _ in training.batches]
+    assert len(again) == training.steps and again == seen
+    assert seen[:training.steps // 3] != seen[training.steps // 3: 2 * training.steps // 3]  # reshuffled per epoch
