@@ -156,20 +156,13 @@ def run_model(model, sequences: list[tuple[list[int], list[int]]]) -> list:
     return outputs
 
 
-def classification_scores(model, wordpiece, examples, label_names, seq_length: int) -> dict:
-    from bert_tf.metrics import precision_recall_f1
-
+def classification_predictions(model, wordpiece, examples, seq_length: int) -> np.ndarray:
+    """The predicted class id of every example (pairs cut `longest_first` to `seq_length` tokens)."""
     wordpiece.enable_truncation(seq_length, strategy="longest_first")
     inputs = examples.texts if examples.text_pairs is None else list(zip(examples.texts, examples.text_pairs))
     encodings = wordpiece.encode_batch(inputs)
     wordpiece.no_truncation()
-    logits = run_model(model, [(encoding.ids, encoding.type_ids) for encoding in encodings])
-    predicted = np.argmax(np.stack(logits), axis=1)
-    gold = np.array([label_names.index(label) for label in examples.labels])
-    scores = {"accuracy": float(np.mean(predicted == gold))}
-    if len(label_names) == 2:
-        scores["f1"] = float(precision_recall_f1(gold, predicted, classes=[1])["f1"][0])
-    return scores
+    return np.argmax(np.stack(run_model(model, [(encoding.ids, encoding.type_ids) for encoding in encodings])), axis=1)
 
 
 def word_windows(word_pieces: list[list[int]], max_pieces: int) -> list[tuple[int, int]]:
@@ -184,9 +177,9 @@ def word_windows(word_pieces: list[list[int]], max_pieces: int) -> list[tuple[in
     return windows
 
 
-def ner_scores_of(model, wordpiece, sentences, label_names, seq_length: int) -> dict:
-    from bert_tf.metrics import ner_scores
-
+def ner_predictions(model, wordpiece, sentences, label_names, seq_length: int) -> list[list[str]]:
+    """The predicted tag of every word of every sentence: the argmax at the word's first piece. A word without
+    pieces is `[UNK]`; a sentence longer than `seq_length - 2` pieces is tagged in windows of whole words."""
     vocab = wordpiece.get_vocab()
     cls, sep, unk = vocab["[CLS]"], vocab["[SEP]"], vocab["[UNK]"]
     words = [word for sentence in sentences for word in sentence.words]
@@ -206,11 +199,11 @@ def ner_scores_of(model, wordpiece, sentences, label_names, seq_length: int) -> 
     for logits, positions, (sentence_index, first) in zip(run_model(model, sequences), first_pieces, owners):
         for offset, position in enumerate(positions):
             predicted[sentence_index][first + offset] = label_names[int(np.argmax(logits[position]))]
-    return ner_scores([sentence.tags for sentence in sentences], predicted)
+    return predicted
 
 
 def squad_windows(question_ids, context_ids, seq_length, max_query_length, doc_stride):
-    """google-research/bert's windows: (doc start, doc length) of each window, and the question tokens kept."""
+    """google-research/bert's windows: the question tokens kept, and (doc start, doc length) of each window."""
     question = question_ids[:max_query_length]
     max_doc = seq_length - len(question) - 3
     windows, start = [], 0
@@ -234,9 +227,9 @@ def is_max_context(windows, window_index: int, token: int) -> bool:
     return best_index == window_index
 
 
-def squad_scores_of(model, wordpiece, examples, spec) -> dict:
-    from bert_tf.metrics import squad_scores
-
+def squad_predictions(model, wordpiece, examples, spec) -> dict[str, str]:
+    """Each question's answer text: the best n-best start x end pair over its windows (run_squad.py's rules), as
+    the context's characters from the first token's start to the last token's end."""
     vocab = wordpiece.get_vocab()
     cls, sep = vocab["[CLS]"], vocab["[SEP]"]
     questions = wordpiece.encode_batch([example.question for example in examples], add_special_tokens=False)
@@ -266,26 +259,42 @@ def squad_scores_of(model, wordpiece, examples, spec) -> dict:
                 score = float(start_logits[start] + end_logits[end])
                 if score > best[index][0]:
                     best[index] = (score, first, last)
-    predictions = {}
-    for example, context, (_, first, last) in zip(examples, contexts, best):
-        predictions[example.question_id] = ("" if first is None else
-                                            example.context[context.offsets[first][0]:context.offsets[last][1]])
-    truths = {example.question_id: [answer.text for answer in example.answers] for example in examples}
-    return squad_scores(predictions, truths)
+    return {example.question_id: "" if first is None else
+            example.context[context.offsets[first][0]:context.offsets[last][1]]
+            for example, context, (_, first, last) in zip(examples, contexts, best)}
 
 
-def own_pipeline_scores(model, config, task, vocab_file: Path, lower_case: bool) -> dict:
-    """Dev scores through the reference's own tokenization, alignment and decoding."""
+def own_pipeline_predictions(model, config, task, vocab_file: Path, lower_case: bool):
+    """Dev predictions through the reference's own tokenization, alignment and decoding: class ids, word tags,
+    or {question id: answer text}."""
     from tokenizers import BertWordPieceTokenizer
 
     wordpiece = BertWordPieceTokenizer(str(vocab_file), lowercase=lower_case)
     examples = task.read(config.dev_file)
     spec = task.spec
     if config.task == "classify":
-        return classification_scores(model, wordpiece, examples, list(spec.label_names), spec.seq_length)
+        return classification_predictions(model, wordpiece, examples, spec.seq_length)
     if config.task == "ner":
-        return ner_scores_of(model, wordpiece, examples.sentences, list(spec.label_names), spec.seq_length)
-    return squad_scores_of(model, wordpiece, examples, spec)
+        return ner_predictions(model, wordpiece, examples.sentences, list(spec.label_names), spec.seq_length)
+    return squad_predictions(model, wordpiece, examples, spec)
+
+
+def official_scores(config, task, predictions) -> dict:
+    """The official dev scores of own-pipeline predictions: GLUE accuracy and F1, conlleval, evaluate-v1.1."""
+    from bert_tf.metrics import ner_scores, precision_recall_f1, squad_scores
+
+    examples = task.read(config.dev_file)
+    if config.task == "classify":
+        label_names = list(task.spec.label_names)
+        gold = np.array([label_names.index(label) for label in examples.labels])
+        scores = {"accuracy": float(np.mean(predictions == gold))}
+        if len(label_names) == 2:
+            scores["f1"] = float(precision_recall_f1(gold, predictions, classes=[1])["f1"][0])
+        return scores
+    if config.task == "ner":
+        return ner_scores([sentence.tags for sentence in examples.sentences], predictions)
+    return squad_scores(predictions, {example.question_id: [answer.text for answer in example.answers]
+                                      for example in examples})
 
 
 class TorchModel:
@@ -325,7 +334,7 @@ def run_reference(config) -> dict:
     task = training.task
     dev = task.prepare(task.read(config.dev_file), training=False)
     return {
-        "scores": own_pipeline_scores(model, config, task, vocab_file, lower_case),
+        "scores": official_scores(config, task, own_pipeline_predictions(model, config, task, vocab_file, lower_case)),
         "scores_through_bert_tf": {name: value for name, value in task.evaluate(TorchModel(model), dev,
                                                                                 EVAL_BATCH_SIZE).items()
                                    if isinstance(value, (int, float))},

@@ -1,6 +1,11 @@
-"""The README's CLI reference is the CLI's own help (regenerate with `python -m bert_tf_cli.reference --write README.md`)."""
+"""The README's CLI reference is the CLI's own help (regenerate with `python -m bert_tf_cli.reference --write README.md`),
+and its inspection examples print what the README shows."""
 
+import re
+import shlex
 from pathlib import Path
+
+import pytest
 
 from bert_tf_cli.reference import END, START, with_reference
 
@@ -11,3 +16,53 @@ def test_cli_reference_in_readme_is_current():
     text = README.read_text(encoding="utf-8")
     assert START in text and END in text
     assert with_reference(text) == text, "README CLI reference is stale: run `python -m bert_tf_cli.reference --write README.md`"
+
+
+def looking_inside_blocks() -> list[tuple[str, str]]:
+    """The README's "Looking inside" examples: (code, the output printed under it), for the Python example and
+    each `$ bert-tf ...` command."""
+    section = README.read_text(encoding="utf-8").split("## Looking inside")[1].split("\n## ")[0]
+    blocks = re.findall(r"```(\w*)\n(.*?)```", section, flags=re.DOTALL)
+    examples = []
+    for (language, code), (_, output) in zip(blocks, blocks[1:]):
+        if language == "python":
+            examples.append((code, output))
+    for _, block in blocks:
+        if block.startswith("$ bert-tf"):
+            lines = block.split("\n")
+            command_lines = next(index for index, line in enumerate(lines) if not line.endswith("\\")) + 1
+            examples.append(("\n".join(lines[:command_lines]), "\n".join(lines[command_lines:])))
+    return examples
+
+
+def test_looking_inside_shows_what_the_trained_checkpoint_prints(shared_data, capsys, monkeypatch):
+    """Every example of "Looking inside" prints, today, the output the README shows under it."""
+    from bert_tf_cli import main
+
+    if not (shared_data / "pretrained" / "bert-mini-uncased-books").is_dir():
+        pytest.skip("no trained checkpoint in the team data")
+    monkeypatch.chdir(README.parent)
+    examples = looking_inside_blocks()
+    assert len(examples) == 3
+    for code, expected in examples:
+        code = code.replace("../shared/data", str(shared_data))
+        if code.startswith("$ bert-tf"):
+            assert main(shlex.split(code.replace("\\\n", " "))[2:]) == 0
+        else:
+            exec(code, {})
+        printed = capsys.readouterr().out
+        assert same_up_to_last_digit(printed, expected), f"{code}\nprinted:\n{printed}"
+
+
+def same_up_to_last_digit(printed: str, expected: str) -> bool:
+    """The same words and layout, numbers equal within one unit of their last printed digit (another CPU's
+    rounding of the same model)."""
+    def close(a: str, b: str) -> bool:
+        if a == b:
+            return True
+        if not re.fullmatch(r"\d+\.\d+", a) or not re.fullmatch(r"\d+\.\d+", b):
+            return False
+        return abs(float(a) - float(b)) <= 1.01 * 10 ** -len(a.split(".")[1])
+
+    printed, expected = re.split(r"(\s+)", printed), re.split(r"(\s+)", expected)
+    return len(printed) == len(expected) and all(close(a, b) for a, b in zip(printed, expected))

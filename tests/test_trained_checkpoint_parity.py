@@ -4,24 +4,27 @@ The checkpoint (`../shared/data/pretrained/bert-mini-uncased-books`, Hugging Fac
 pre-training heads) is loaded by both frameworks. For each task head, both take a few training steps
 from identical weights (the head's initial values copied from bert-tf into torch), the same batch and
 the same recipe (AdamW with its weight-decay exclusions, warm-up then linear decay, global-norm clipping
-at 1), with dropout off: the losses, the gradients and the updated weights must agree. This is what
+at 1), with dropout off: the losses, the updates and the updated weights must agree. This is what
 makes `benchmarks/quality.py`'s comparison of the two frameworks a comparison of the same training.
 
 One difference is deliberate and applied on the torch side here: bert-tf's span labeler masks padding
 out of the start/end softmax (`BertSpanLabeler`), so a window's loss does not depend on how much its
 batch is padded; transformers' `BertForQuestionAnswering` leaves padding in the softmax. The torch
-loss below masks it too (as `benchmarks.torch_reference` does).
+loss masks it too (`benchmarks.torch_reference.span_loss`, which the quality benchmark's reference trains with,
+as it takes its optimizer from `benchmarks.torch_reference.torch_optimizer`, the one checked here).
 """
 
 import dataclasses
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import bert_tf  # noqa: E402
+from benchmarks import torch_reference as reference  # noqa: E402
 from bert_tf.checkpoints.huggingface import google_to_hf_name  # noqa: E402
 from bert_tf.inspection import fill_mask, load_inspection_model  # noqa: E402
 
@@ -37,12 +40,6 @@ def checkpoint(shared_data):
     if not path.is_dir():
         pytest.skip(f"no trained checkpoint at {path}")
     return path
-
-
-def torch_inputs(features):
-    return {"input_ids": torch.tensor(features["input_word_ids"], dtype=torch.long),
-            "attention_mask": torch.tensor(features["input_mask"], dtype=torch.long),
-            "token_type_ids": torch.tensor(features["input_type_ids"], dtype=torch.long)}
 
 
 def masked_lm_batch(tokenizer):
@@ -62,13 +59,28 @@ def test_pretraining_heads_give_the_logits_of_transformers(checkpoint):
     ours = model.require_pretrainer()({**features, "masked_lm_positions": positions})
     theirs = transformers.BertForPreTraining.from_pretrained(checkpoint).eval()
     with torch.no_grad():
-        output = theirs(**torch_inputs(features))
+        output = theirs(**reference.torch_inputs(features))
     rows = np.arange(len(positions))[:, None]
     np.testing.assert_allclose(ours["mlm_logits"].numpy(), output.prediction_logits.numpy()[rows, positions],
                                atol=1e-4)
     np.testing.assert_allclose(ours["nsp_logits"].numpy(), output.seq_relationship_logits.numpy(), atol=1e-4)
     # The checkpoint is trained: the next-sentence head sees these pairs' order, not coin flips.
     assert np.abs(output.seq_relationship_logits.numpy()).max() > 0.5
+
+
+def test_attention_maps_are_those_of_transformers_and_show_what_training_learned(checkpoint):
+    model = load_inspection_model(checkpoint)
+    features = {name: value.numpy() for name, value in
+                bert_tf.BertPreprocessor(model.tokenizer, seq_length=8)(tf.constant(["the cat sat on the mat"])).items()}
+    ours = model.encoder(features, output_attentions=True)["attention_probs"]
+    theirs = transformers.BertModel.from_pretrained(checkpoint, attn_implementation="eager").eval()
+    with torch.no_grad():
+        output = theirs(**reference.torch_inputs(features), output_attentions=True)
+    for layer, (mine, torch_probs) in enumerate(zip(ours, output.attentions)):
+        np.testing.assert_allclose(mine.numpy(), torch_probs.numpy(), atol=1e-4, err_msg=f"layer {layer}")
+    # Layer 3, head 0 reads the next token (the README's example): a trained model's pattern, not chance.
+    next_token = np.diagonal(ours[3].numpy()[0, 0], offset=1)
+    assert next_token[1:].min() > 0.9
 
 
 @pytest.mark.parametrize("text", ["the king sat on his [MASK] .", "she opened the [MASK] and went out into the garden ."])
@@ -96,6 +108,9 @@ class TaskCase:
     features: dict
     labels: object  # bert-tf's labels (the torch labels are made from them)
     head: dict  # transformers parameter name -> bert-tf head variable
+    # Weights whose gradient is 0 by construction, because a softmax ignores a constant added to all its inputs:
+    # attention key biases; for spans also the head's bias and the last LayerNorm's (added at every position).
+    zero_gradient: tuple[str, ...] = ("attention.self.key.bias",)
 
 
 def no_dropout_encoder(checkpoint):
@@ -154,28 +169,17 @@ def squad_case(checkpoint):
     head = {"qa_outputs.weight": ours.span_logits.kernel, "qa_outputs.bias": ours.span_logits.bias}
     labels = {name: value.numpy() for name, value in labels.items()}
     assert labels["start_logits"].any(), "some window must hold its answer"
-    return TaskCase(ours, theirs, {k: v.numpy() for k, v in features.items()}, labels, head)
+    last_layer_norm = f"layer.{ours.encoder.config.num_hidden_layers - 1}.output.LayerNorm.bias"
+    return TaskCase(ours, theirs, {k: v.numpy() for k, v in features.items()}, labels, head,
+                    zero_gradient=("attention.self.key.bias", "qa_outputs.bias", last_layer_norm))
 
 
-def torch_loss(case: TaskCase, logits_output):
-    """transformers' own loss for classification and NER; for spans, its loss with padding masked (see above)."""
+def torch_loss(case: TaskCase, output):
+    """transformers' own loss for classification and NER; for spans, the reference's (padding out of the softmax)."""
     if isinstance(case.ours, bert_tf.BertSpanLabeler):
-        padding = torch.tensor(case.features["input_mask"] == 0)
-        losses = [torch.nn.functional.cross_entropy(logits.masked_fill(padding, -1e9),
-                                                    torch.tensor(case.labels[name], dtype=torch.long))
-                  for name, logits in (("start_logits", logits_output.start_logits),
-                                       ("end_logits", logits_output.end_logits))]
-        return (losses[0] + losses[1]) / 2
-    return logits_output.loss
-
-
-def torch_optimizer(model):
-    """transformers Trainer's AdamW: no weight decay on biases and LayerNorm weights; bert-tf's epsilon."""
-    decayed = transformers.trainer_pt_utils.get_parameter_names(model, [torch.nn.LayerNorm], ["bias", "LayerNorm.weight"])
-    groups = [{"params": [p for n, p in model.named_parameters() if n in decayed], "weight_decay": WEIGHT_DECAY},
-              {"params": [p for n, p in model.named_parameters() if n not in decayed], "weight_decay": 0.0}]
-    optimizer = torch.optim.AdamW(groups, lr=LEARNING_RATE, betas=(0.9, 0.999), eps=1e-6)
-    return optimizer, transformers.get_linear_schedule_with_warmup(optimizer, WARMUP_STEPS, TOTAL_STEPS)
+        return reference.span_loss(output.start_logits, output.end_logits, case.features["input_mask"],
+                                   case.labels["start_logits"], case.labels["end_logits"])
+    return output.loss
 
 
 def paired_weights(case: TaskCase) -> list[tuple[str, object, object]]:
@@ -213,13 +217,13 @@ def test_training_steps_match_transformers(checkpoint, name):
 
     case.ours.compile(optimizer=bert_tf.create_optimizer(LEARNING_RATE, TOTAL_STEPS, WARMUP_STEPS,
                                                          weight_decay=WEIGHT_DECAY))
-    optimizer, schedule = torch_optimizer(case.theirs)
+    optimizer, schedule = reference.torch_optimizer(case.theirs, LEARNING_RATE, WEIGHT_DECAY, TOTAL_STEPS, WARMUP_STEPS)
     case.theirs.train()
     torch_labels = ({"start_positions": None} if isinstance(case.labels, dict)
                     else {"labels": torch.tensor(case.labels, dtype=torch.long)})
     for step in range(STEPS):
         ours = float(case.ours.train_on_batch(case.features, case.labels, return_dict=True)["loss"])
-        output = case.theirs(**torch_inputs(case.features), **{k: v for k, v in torch_labels.items() if v is not None})
+        output = case.theirs(**reference.torch_inputs(case.features), **{k: v for k, v in torch_labels.items() if v is not None})
         theirs = torch_loss(case, output)
         theirs.backward()
         torch.nn.utils.clip_grad_norm_(case.theirs.parameters(), 1.0)
@@ -230,14 +234,15 @@ def test_training_steps_match_transformers(checkpoint, name):
 
     after = torch_values(pairs)
     for weight_name, _, parameter in pairs:
-        # Differences below 1/100 of a learning rate are float noise: the key biases' and the span head's bias'
-        # gradients are 0 (a softmax ignores them), so their "updates" are Adam's normalised noise.
-        noise = 1e-2 * LEARNING_RATE
         theirs = parameter.detach().numpy()
-        np.testing.assert_allclose(after[weight_name], theirs, atol=1e-4 * np.abs(theirs).max() + noise, rtol=0,
+        ours_moved, theirs_moved = after[weight_name] - start[weight_name], theirs - start[weight_name]
+        if weight_name.endswith(case.zero_gradient):
+            # Gradients 0 up to float noise, which Adam normalises into steps far below a learning rate.
+            assert max(np.abs(ours_moved).max(), np.abs(theirs_moved).max()) < 0.1 * LEARNING_RATE, weight_name
+            continue
+        np.testing.assert_allclose(after[weight_name], theirs, atol=1e-4 * np.abs(theirs).max(), rtol=0,
                                    err_msg=weight_name)
         # The updates themselves (about a learning rate in size) agree, not just the weights they moved.
-        moved = theirs - start[weight_name]
-        np.testing.assert_allclose(after[weight_name] - start[weight_name], moved,
-                                   atol=2e-2 * np.abs(moved).max() + noise, rtol=0,
+        np.testing.assert_allclose(ours_moved, theirs_moved, atol=2e-2 * np.abs(theirs_moved).max(), rtol=0,
                                    err_msg=f"update of {weight_name}")
+        assert np.abs(theirs_moved).max() > 0.5 * LEARNING_RATE, f"{weight_name} did not move"
