@@ -1,18 +1,21 @@
-"""Which learning rate works for which size? Presets fine-tuned on SST-2 from random weights at several rates.
+"""Which learning rate works for which size and start? Classifiers fine-tuned at several rates.
 
-For each preset (default tiny, mini, base) and each peak learning rate (default 5e-5, the
-`FinetuneConfig` default, 1e-4 and 3e-4), fine-tunes a randomly initialised encoder on a
-seeded subset of SST-2 train (`pipelines.finetune.finetune`), scores the full dev set and
+For each start (default: the presets tiny, mini and base from random weights; with `--init`, a
+trained checkpoint) and each peak learning rate (default 5e-5, the `FinetuneConfig` default,
+1e-4 and 3e-4), fine-tunes on a seeded subset of a classification training file (default
+SST-2; any GLUE file, pairs too) with `pipelines.finetune.finetune`, scores the full dev set and
 records: dev accuracy, the share of the dev examples given the most predicted class (1.0:
 training collapsed to one class), whether `finetune` logged its collapse warning, and the
-seconds taken. Writes benchmarks/RESULTS.md (section `learning_rates`) and
-benchmarks/results/learning_rates.json.
+seconds taken. Writes benchmarks/RESULTS.md (section `--name`, default `learning_rates`) and
+benchmarks/results/NAME.json.
 
 Each run's result is kept in WORK/results.json under `preset/rate`, so the grid can be run in
 several sittings: a later call skips the runs already there (unless --rerun) and writes the
 section from all of them. Without the SST-2 files, it says so and exits without running.
 
     python -m benchmarks.learning_rates --presets tiny mini --rates 5e-5 1e-4 3e-4
+    python -m benchmarks.learning_rates --init ../shared/data/pretrained/bert-mini-uncased-books \
+        --rates 3e-5 5e-5 1e-4 2e-4 5e-4 --name learning_rates_trained_sst2
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ DATA = Path(os.environ.get("BERT_TF_DATA", Path(__file__).resolve().parents[2] /
 PRESETS = ("tiny", "mini", "base")
 RATES = (FinetuneConfig.learning_rate, 1e-4, 3e-4)  # the default first
 COLLAPSE_MESSAGE = "training collapsed to one class"
+TRAINED = "trained"  # the start of the runs from `--init`
 
 
 class _Records(logging.Handler):
@@ -64,10 +68,13 @@ def dev_shares(model_dir: Path, data_file: str, batch_size: int) -> tuple[dict[s
     return shares, float(np.bincount(data.labels).max() / len(data.labels)), len(data.labels)
 
 
-def run_one(preset: str, rate: float, args, work: Path) -> dict:
-    """Fine-tunes `preset` from random weights at peak rate `rate` and scores it on dev."""
-    config = FinetuneConfig(task="classify", train_file=args.train, dev_file=args.dev, init=preset,
-                            vocab_file=args.vocab, output_dir=str(work / f"{preset}_{rate:g}"), overwrite=True,
+def run_one(start: str, rate: float, args, work: Path) -> dict:
+    """Fine-tunes from `start` (a preset's random weights, or the `--init` checkpoint) at peak rate `rate` and
+    scores it on dev."""
+    trained = start == TRAINED
+    config = FinetuneConfig(task="classify", train_file=args.train, dev_file=args.dev,
+                            init=args.init if trained else start, vocab_file=None if trained else args.vocab,
+                            output_dir=str(work / f"{start}_{rate:g}"), overwrite=True,
                             seq_length=args.seq_length, batch_size=args.batch_size, epochs=args.epochs,
                             learning_rate=rate, seed=args.seed, max_train_examples=args.examples)
     records = _Records()
@@ -81,7 +88,7 @@ def run_one(preset: str, rate: float, args, work: Path) -> dict:
     shares, majority_label_share, dev_examples = dev_shares(result.output_dir, args.dev, args.batch_size)
     return {
         "command": f"python -m benchmarks.learning_rates {shlex.join(args.argv)}",
-        "preset": preset,
+        "preset": start,
         "learning_rate": rate,
         "dev_accuracy": result.metrics["accuracy"],
         "majority_share": max(shares.values()),
@@ -132,12 +139,14 @@ def markdown(results: dict, args, info: dict) -> str:
              "yes" if run["collapse_warning"] else "no",
              f"{run['train_examples']:,} ex, {run['epochs']} ep, {run['train_steps']} steps, best epoch "
              f"{run['best_epoch']}", f"{run['seconds']:.0f}"] for run in runs]
-    return f"""## Learning rates by model size: SST-2 from random weights ({datetime.date.today()})
+    data_name = Path(args.train).parent.name
+    start = f"from {Path(args.init).name}" if args.init else "from random weights"
+    return f"""## Learning rates {'for a trained start' if args.init else 'by model size'}: {data_name} {start} ({datetime.date.today()})
 
 - Commands: {", ".join(f"`{command}`" for command in dict.fromkeys(run["command"] for run in runs))}
 - Machine: {machine_line(info)}
-- Each run: `finetune(FinetuneConfig(task="classify", init=PRESET, ...))` from random weights of the preset,
-  vocabulary {Path(args.vocab).name}, a seeded subset of SST-2 train (seed {args.seed}), seq length
+- Each run: `finetune(FinetuneConfig(task="classify", init=..., ...))` {'from the trained checkpoint ' + str(args.init) + ' (its vocabulary)' if args.init else 'from random weights of the preset, vocabulary ' + Path(args.vocab).name},
+  a seeded subset of {args.examples} of {data_name}'s training examples (seed {args.seed}), {args.epochs} epochs, seq length
   {args.seq_length}, batch {args.batch_size}, AdamW with 10% warm-up then linear decay to 0 from the peak rate,
   the best epoch on dev kept; scored on the whole dev file ({runs[0]['dev_examples']} sentences; always answering
   the most common label scores {100 * runs[0]['dev_majority_label_share']:.1f}%).
@@ -153,7 +162,9 @@ def markdown(results: dict, args, info: dict) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--presets", nargs="+", default=list(PRESETS), choices=bert_tf.BertConfig.preset_names())
+    parser.add_argument("--presets", nargs="+", default=list(PRESETS), choices=bert_tf.BertConfig.preset_names(),
+                        help="random starts of these sizes")
+    parser.add_argument("--init", help="a trained checkpoint: the one start of the runs (instead of --presets)")
     parser.add_argument("--rates", nargs="+", type=float, default=list(RATES), help="peak learning rates")
     parser.add_argument("--train", default=str(DATA / "sst2" / "train.tsv"))
     parser.add_argument("--dev", default=str(DATA / "sst2" / "dev.tsv"))
@@ -168,6 +179,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rerun", action="store_true", help="run again the runs already in WORK/results.json")
     parser.add_argument("--note", default="", help="a closing remark for the section (how the grid was split, ...)")
     parser.add_argument("--results", default=str(RESULTS_MD), help="RESULTS.md to write (JSON: results/ beside it)")
+    parser.add_argument("--name", default="learning_rates", help="its RESULTS.md section and results/NAME.json")
     args = parser.parse_args(argv)
     args.argv = sys.argv[1:] if argv is None else list(argv)
 
@@ -185,11 +197,12 @@ def main(argv=None) -> int:
               f"warning {result['collapse_warning']}, {result['seconds']:.0f} s", flush=True)
         return result
 
-    keys = [f"{preset}/{rate:g}" for preset in args.presets for rate in args.rates]
+    starts = [TRAINED] if args.init else args.presets
+    keys = [f"{start}/{rate:g}" for start in starts for rate in args.rates]
     results = run_missing(work / "results.json", keys, run, args.rerun)
     info = machine_info()
     results_md = Path(args.results)
-    write_result(BenchmarkResult("learning_rates", markdown(results, args, info),
+    write_result(BenchmarkResult(args.name, markdown(results, args, info),
                                  {"machine": info, "arguments": vars(args), "results": results}),
                  results_md, results_md.parent / "results")
     return 0
