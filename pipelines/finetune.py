@@ -38,6 +38,7 @@ from bert_tf.checkpoints import check_vocabulary_fits
 from bert_tf.checkpoints.pretrained import presets_home
 from bert_tf.optimization import create_optimizer
 from bert_tf.tokenizer import BertTokenizer
+from bert_tf.training.progress import TextProgressCallback, is_terminal
 from bert_tf.vocabulary import read_vocab_file, resolve_lower_case
 from pipelines.finetune_config import FinetuneConfig
 from pipelines.finetune_task import FinetuneTask
@@ -158,9 +159,13 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
     keras.utils.set_random_seed(config.seed)
     encoder, vocab_file, lower_case = load_encoder(config)
     tokenizer = BertTokenizer(vocab_file, lower_case)
+    say = (lambda message: print(message, flush=True)) if progress else (lambda message: None)  # noqa: E731
+    say(f"Reading and tokenizing {config.train_file}" + (f" and {config.dev_file}" if config.dev_file else ""))
     training = training_data(config, tokenizer)
     task, train, steps = training.task, training.data, training.steps
     dev = task.prepare(task.read(config.dev_file), training=False) if config.dev_file else None
+    say(f"Fine-tuning on {len(training.examples):,} examples: {config.epochs} epoch(s) of "
+        f"{steps // config.epochs:,} batches of up to {config.batch_size}")
     model = task.build_model(encoder, config.dropout)
     optimizer = create_optimizer(config.learning_rate, steps, int(steps * config.warmup_proportion),
                                  weight_decay=config.weight_decay)
@@ -222,14 +227,19 @@ def _fit(model, batches, config: FinetuneConfig, class_weight, dev_scores: DevSc
         if config.early_stopping_patience:
             callbacks.append(keras.callbacks.EarlyStopping(
                 monitor=monitor, mode="max", patience=config.early_stopping_patience, verbose=int(progress)))
-    verbose = (1 if sys.stdout.isatty() else 2) if progress else 0  # a progress bar, or a line per epoch in logs
+    steps_per_epoch = int(batches.cardinality())
+    verbose = 0
+    if progress:  # a bar in a terminal; elsewhere a line per epoch and plain lines at a steady pace within it
+        verbose = 1 if is_terminal() else 2
+        if not is_terminal():
+            callbacks.append(TextProgressCallback(config.epochs, steps_per_epoch, config.batch_size))
     with warnings.catch_warnings():
         # Token-level heads (NER, SQuAD) do not use the pooler, so it gets no gradient; that is expected.
         warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables .*pooler")
         # `batches` shuffles itself (with bucketing); Keras cannot shuffle a tf.data.Dataset. Each pass over it
         # is the next epoch's order: with steps_per_epoch, Keras makes one pass per epoch (without, it opens
         # and drops a pass at every epoch's end, so its epochs would see every other order).
-        return model.fit(batches, epochs=config.epochs, steps_per_epoch=int(batches.cardinality()),
+        return model.fit(batches, epochs=config.epochs, steps_per_epoch=steps_per_epoch,
                          callbacks=callbacks, verbose=verbose, class_weight=class_weight, shuffle=False)
 
 

@@ -35,6 +35,7 @@ from bert_tf.model import BertModel
 from bert_tf.optimization import OptimizerConfig
 from bert_tf.pretrainer import BertPretrainer, loss_denominators
 from bert_tf.training.checkpoint_cadence import CheckpointCadence
+from bert_tf.training.progress import TextProgress, is_terminal
 from bert_tf.training.run_folder import CheckpointFolder, remove_interrupted_writes
 from bert_tf.training.stop_signals import STOP_SIGNALS, StopSignals
 from bert_tf.training.strategy import STRATEGY_NAMES, is_chief, make_strategy, worker_directory
@@ -261,10 +262,14 @@ def run_pretraining(
         (output_dir / "logs").mkdir(parents=True, exist_ok=True)
         (output_dir / "pretraining_config.json").write_text(json.dumps(dataclasses.asdict(config), indent=2) + "\n")
     writer = tf.summary.create_file_writer(str(output_dir / "logs")) if chief else tf.summary.create_noop_writer()
-    progbar = keras.utils.Progbar(total_batches, stateful_metrics=["examples/s"], verbose=1 if (progress and chief) else 0)
     metrics, started = {}, time.perf_counter()
     current = started_step = int(step.numpy())
+    # A bar in a terminal; elsewhere (a log file) plain lines at a steady pace.
+    shown = progress and chief
+    progbar = keras.utils.Progbar(total_batches, stateful_metrics=["examples/s"], verbose=int(shown and is_terminal()))
     progbar.update(started_step)
+    text_progress = TextProgress(total_batches, config.global_batch_size, first_step=started_step) \
+        if shown and not is_terminal() else None
     cadence = CheckpointCadence(config.checkpoint_every or max(1, total_batches // 10),
                                 None if config.checkpoint_minutes is None else config.checkpoint_minutes * 60)
     last_step = min(total_batches, started_step + (stop_after_steps or total_batches))
@@ -292,6 +297,8 @@ def run_pretraining(
                     metric.reset_state()
                 progbar.update(current, values=[(k, v) for k, v in metrics.items() if k != "learning_rate"],
                                finalize=current == last_step)
+                if text_progress is not None:
+                    text_progress.update(current, {k: v for k, v in metrics.items() if k != "examples/s"})
             if cadence.step_due(current) or checkpoint_due or current == last_step:
                 newest = str(saved_to.save(checkpoint, current, keep=config.keep_checkpoints))
                 cadence.saved()

@@ -1,0 +1,82 @@
+"""Progress of a long run that writes to a file: plain lines at a steady pace, not a terminal's bar.
+
+Keras' bar redraws one line with carriage returns and colour codes; written to a log file or a pipe
+it is one unreadable line, and with Python's block buffering it may arrive only when the run ends.
+Where the output is not a terminal, `TextProgress` prints a flushed line at most every
+`INTERVAL_SECONDS` (and at the last step): the step, the share done, examples/s, the metrics and the
+time left. In a terminal the callers keep Keras' bar.
+
+Example:
+    >>> import io
+    >>> out = io.StringIO()
+    >>> progress = TextProgress(total_steps=4, examples_per_step=32, stream=out, interval_seconds=0)
+    >>> progress.update(2, {"loss": 0.6931})
+    >>> out.getvalue().startswith("step 2/4 (50%), ")
+    True
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import keras
+
+INTERVAL_SECONDS = 30.0
+
+
+def is_terminal(stream=None) -> bool:
+    """Whether `stream` (default: stdout) is an interactive terminal."""
+    stream = stream or sys.stdout
+    return hasattr(stream, "isatty") and stream.isatty()
+
+
+def _duration(seconds: float) -> str:
+    minutes, seconds = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {seconds:02d}s"
+
+
+class TextProgress:
+    """Plain progress lines for a run of `total_steps` steps of `examples_per_step` examples each."""
+
+    def __init__(self, total_steps: int, examples_per_step: int, stream=None, interval_seconds: float | None = None,
+                 first_step: int = 0):
+        self.total_steps, self.examples_per_step = total_steps, examples_per_step
+        self.stream = stream
+        self.interval = INTERVAL_SECONDS if interval_seconds is None else interval_seconds
+        self.first_step = first_step  # a resumed run counts its speed from here
+        self.started = self.last_printed = time.monotonic()
+
+    def update(self, step: int, metrics: dict | None = None) -> None:
+        """Prints a line if the interval has passed since the last one, or at the last step."""
+        now = time.monotonic()
+        if now - self.last_printed < self.interval and step < self.total_steps:
+            return
+        self.last_printed = now
+        done = step - self.first_step
+        rate = done / max(now - self.started, 1e-9)  # steps/s
+        parts = [f"step {step}/{self.total_steps} ({100 * step / self.total_steps:.0f}%)",
+                 f"{rate * self.examples_per_step:.1f} examples/s"]
+        parts += [f"{name} {value:.4g}" for name, value in (metrics or {}).items()]
+        if step < self.total_steps and done > 0:
+            parts.append(f"{_duration((self.total_steps - step) / rate)} left")
+        print(", ".join(parts), file=self.stream or sys.stdout, flush=True)
+
+
+class TextProgressCallback(keras.callbacks.Callback):
+    """`TextProgress` for `model.fit`, counting steps over every epoch; reports the running mean loss."""
+
+    def __init__(self, epochs: int, steps_per_epoch: int, batch_size: int, stream=None):
+        super().__init__()
+        self.steps_per_epoch = steps_per_epoch
+        self.progress = TextProgress(epochs * steps_per_epoch, batch_size, stream=stream)
+        self.epoch = 0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        self.progress.update(self.epoch * self.steps_per_epoch + batch + 1,
+                             {"loss": float(loss)} if loss is not None else None)

@@ -1,0 +1,63 @@
+"""Progress written to a file: plain, flushed lines at a steady pace (`bert_tf.training.progress`), from fine-tuning
+and pre-training alike; a terminal keeps Keras' bar."""
+
+import io
+import re
+
+from bert_tf.training import progress as progress_module
+from bert_tf.training.progress import TextProgress
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_lines_come_at_the_interval_and_at_the_last_step(monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(progress_module.time, "monotonic", clock)
+    out = io.StringIO()
+    progress = TextProgress(total_steps=100, examples_per_step=32, stream=out, interval_seconds=30)
+    for step in range(1, 101):
+        clock.now += 1.0  # one step per second
+        progress.update(step, {"loss": 2.0 / step})
+    lines = out.getvalue().splitlines()
+    assert [int(re.match(r"step (\d+)/100", line).group(1)) for line in lines] == [30, 60, 90, 100]
+    assert lines[0] == "step 30/100 (30%), 32.0 examples/s, loss 0.06667, 1m 10s left"
+    assert lines[-1] == "step 100/100 (100%), 32.0 examples/s, loss 0.02"  # nothing left to wait for
+
+
+def plain_lines(text: str) -> list[str]:
+    assert "\x1b" not in text and "\r" not in text, "terminal codes in a file's progress"
+    return [line for line in text.splitlines() if line.startswith("step ")]
+
+
+def test_finetuning_into_a_file_prints_steps_not_a_bar(tmp_path, capsys, monkeypatch):
+    from pipelines.finetune import FinetuneConfig, finetune
+    from tiny_finetune_files import write_bert_config, write_sentiment_tsv, write_vocab
+
+    monkeypatch.setattr(progress_module, "INTERVAL_SECONDS", 0.0)
+    config = FinetuneConfig(task="classify", train_file=str(write_sentiment_tsv(tmp_path / "train.tsv", 32, 0)),
+                            init=str(write_bert_config(tmp_path)), vocab_file=str(write_vocab(tmp_path)),
+                            output_dir=str(tmp_path / "model"), seq_length=16, batch_size=8, epochs=2)
+    finetune(config, progress=True)  # pytest's captured stdout is not a terminal
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"Reading and tokenizing {config.train_file}\nFine-tuning on 32 examples: 2 epoch(s) of "
+                              "4 batches of up to 8\n")
+    lines = plain_lines(printed)
+    assert [line.split(",")[0] for line in lines] == [f"step {step}/8 ({100 * step / 8:.0f}%)" for step in range(1, 9)]
+    assert all(" examples/s, loss " in line for line in lines)
+
+
+def test_pretraining_into_a_file_prints_steps_not_a_bar(tmp_path, capsys, monkeypatch):
+    from test_pretraining_resume import train
+
+    monkeypatch.setattr(progress_module, "INTERVAL_SECONDS", 0.0)
+    train(tmp_path, 4, progress=True, log_every=2)
+    lines = plain_lines(capsys.readouterr().out)
+    assert [line.split(" (")[0] for line in lines] == ["step 2/4", "step 4/4"]
+    assert all(re.search(r"mlm_loss \S+, nsp_loss \S+", line) for line in lines)
+
