@@ -3,8 +3,8 @@
 One BERT-base classifier (2 classes, seeded random weights) is saved as a bert-tf model directory
 and served every way this machine offers, every one holding exactly the same weights:
 - bert_tf: `inference_function` in process (float32, and bfloat16 through
-  `bert_tf.precision.with_precision`); the SavedModel of `serving.export.export_saved_model`,
-  float32 and `quantize="bf16"`; LiteRT float32 and int8 (`serving.tflite_export.export_tflite`,
+  `bert_tf.precision.with_precision`); the SavedModel of `serving.export.saved_model.export_saved_model`,
+  float32 and `quantize="bf16"`; LiteRT float32 and int8 (`serving.export.tflite.export_tflite`,
   ids in, run by `serving.tflite_runner.TfliteModel`); and the int8 version `bert-tf serve`
   serves (`export_saved_model(..., quantize="int8")`: `model.tflite`, raw text in).
 - ONNX Runtime: transformers' `BertForSequenceClassification` with the same weights, exported to
@@ -99,8 +99,8 @@ def saved_classifier(config: bert_tf.BertConfig, vocab_file: Path, directory: Pa
 
 def bert_tf_predictors(classifier, model_dir: Path, scratch: Path, threads: int) -> tuple[dict[str, Predict], dict]:
     """bert_tf's ways, {name: predict}, and its raw-text exports {name: texts → logits}."""
-    from serving.export import export_saved_model
-    from serving.tflite_export import export_tflite
+    from serving.export.saved_model import export_saved_model
+    from serving.export.tflite import export_tflite
     from serving.tflite_runner import TfliteModel
 
     in_process = {OURS: inference_function(classifier),

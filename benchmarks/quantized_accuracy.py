@@ -5,9 +5,9 @@ The models are `benchmarks.quality`'s seed-1 `bert-tf finetune` models of SST-2,
 ways, with the same features and the same scoring (`FinetuneTask.outputs`, `.scores`, `.predictions`; an export
 stands in for the Keras model at its one call, `predict_on_batch`):
 - float32: the Keras model, as `bert-tf evaluate` runs it;
-- bf16: the `serve_ids` signature of `serving.export.export_saved_model(..., quantize="bf16")` (bfloat16 weights
-  and products, `bert_tf.precision`);
-- int8: `serving.tflite_export.export_tflite(..., inputs="ids", quantization="int8")` (LiteRT's dynamic-range
+- bf16: the `serve_ids` signature of `serving.export.saved_model.export_saved_model(..., quantize="bf16")`
+  (bfloat16 weights and products, `bert_tf.precision`);
+- int8: `serving.export.tflite.export_tflite(..., inputs="ids", quantization="int8")` (LiteRT's dynamic-range
   int8, as `bert-tf export --quantize int8` writes it), run by `serving.tflite_runner.TfliteModel`;
 - float16: the same TFLite export with float16 weights (float32 arithmetic).
 Reported per task and path: the score and the points lost against float32, the share of predictions equal to
@@ -37,8 +37,8 @@ from bert_tf_cli import build_parser
 from bert_tf_cli.finetune import config_from_args
 from pipelines.finetune import finetune
 from pipelines.tasks import task_from_directory
-from serving.export import export_saved_model
-from serving.tflite_export import export_tflite
+from serving.export.saved_model import export_saved_model
+from serving.export.tflite import export_tflite
 from serving.tflite_runner import TfliteModel
 
 NAME = "quantized_accuracy"
@@ -194,8 +194,8 @@ finetune` runs, last epoch):{quick}
 {models}
 
 Each model scored on dev by the same features and scoring code four ways: float32 (the Keras model, as `bert-tf
-evaluate`), bf16 (the `serve_ids` signature of `serving.export.export_saved_model(quantize="bf16")`: bfloat16
-weights and products), int8 (`serving.tflite_export.export_tflite(inputs="ids", quantization="int8")`, LiteRT's
+evaluate`), bf16 (the `serve_ids` signature of `serving.export.saved_model.export_saved_model(quantize="bf16")`: bfloat16
+weights and products), int8 (`serving.export.tflite.export_tflite(inputs="ids", quantization="int8")`, LiteRT's
 dynamic-range int8, as `bert-tf export --quantize int8` writes), float16 (the TFLite export with float16 weights);
 {usable_cores()} threads. Scores in % (SST-2 accuracy, CoNLL entity F1 as conlleval, SQuAD F1 as evaluate-v1.1)
 with the difference from float32 in points. Same as float32: the share of predictions equal to float32's. Max

@@ -3,7 +3,7 @@
 A BERT-base SST-2 classifier fine-tuned from random weights (tiny in quick mode) is
 exported three times (`bert-tf export --quantize none|bf16|int8`: a float32 SavedModel, a
 bfloat16 SavedModel, an int8 `model.tflite`) and served by one development server
-(`serving.server.ModelServer`, in a child process, all three models from one model config
+(`serving.server.model_server.ModelServer`, in a child process, all three models from one model config
 file). A gRPC client of this process sends the SST-2 dev sentences as raw text, in batches of 1
 and of 32, to each model in turn (interleaved rounds); every answer's label is compared with the
 float32 model's answer. Reported: the share of sentences whose served label equals float32's
@@ -45,7 +45,7 @@ def run(settings: Settings) -> BenchmarkResult:
     with tempfile.TemporaryDirectory(prefix="served_quantized_") as scratch:
         model_dir, described = _classifier(settings, Path(scratch))
         base = Path(scratch) / "models"
-        from serving.export import export_saved_model
+        from serving.export.saved_model import export_saved_model
 
         for quantize in QUANTIZATIONS:
             export_saved_model(model_dir, base, quantize, quantize=quantize)
@@ -106,7 +106,7 @@ def _config_file(base: Path, path: Path) -> Path:
 
 def _serve(config_file: str, ready, stop) -> None:
     """Child process: serves the config file's models until `stop` is set; reports its gRPC port on `ready`."""
-    from serving.server import ModelServer
+    from serving.server.model_server import ModelServer
 
     with ModelServer(model_config_file=config_file, poll_wait_s=0) as server:
         ready.put(server.grpc_port)
@@ -115,7 +115,7 @@ def _serve(config_file: str, ready, stop) -> None:
 
 def _serve_and_ask(config_file: Path, texts: list[str], rounds: int) -> tuple[dict, dict]:
     """({quantize: labels [n]}, {quantize: {batch: sentences/s}}) from the served models."""
-    from serving.server_prediction import ServerPredictor
+    from serving.client.server_prediction import ServerPredictor
 
     context = multiprocessing.get_context("spawn")
     ready, stop = context.Queue(), context.Event()

@@ -57,7 +57,7 @@ class WrongAnswer(Exception):
 
 def _serve(model_name: str, base_path: str, grpc_threads: int, rest_threads: int, ready, stop) -> None:
     """Child process: serves the model until `stop` is set; reports (gRPC port, REST port) on `ready`."""
-    from serving.server import ModelServer
+    from serving.server.model_server import ModelServer
 
     with ModelServer(
         model_name, base_path, poll_wait_s=0, grpc_max_threads=grpc_threads, rest_num_threads=rest_threads
@@ -315,7 +315,7 @@ def load_test(args, base_path: Path, grpc_port: int, rest_port: int, server_pid:
     from tensorflow_serving.apis import predict_pb2
 
     from serving import rest_json
-    from serving.grpc_client import GrpcClient
+    from serving.client.grpc_client import GrpcClient
 
     target = f"127.0.0.1:{grpc_port}"
     with GrpcClient(target, model_name=args.model_name, signature_name=args.signature_name, timeout_s=30) as client:
@@ -413,7 +413,7 @@ def markdown(command: str, args, model: str, rows: list[Row], info: dict, starte
         f"- Machine: {machine_line(info)}, grpcio {grpc.__version__}; that load average is from before the run, "
         f"at its end it was {os.getloadavg()[0]:.1f} (1 min, the run's own threads included)",
         f"- Model: {model}; signature `{args.signature_name}`, batch {args.batch_size}, the same inputs in every request",
-        f"- Set-up: development server (`serving/server.py`) in a child process on 127.0.0.1 with "
+        f"- Set-up: development server (`serving/server/model_server.py`) in a child process on 127.0.0.1 with "
         f"{args.grpc_max_threads} gRPC threads and {args.rest_api_num_threads} REST workers; clients are threads of "
         f"the benchmark process; {args.requests:,} requests per row in {args.rounds} interleaved rounds"
         + (f" (**stopped by --max_seconds {args.max_seconds:g}**)" if stopped else "")
@@ -459,12 +459,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         base_path, model = args.model_base_path, f"{args.model_name} from `{args.model_base_path}`"
         if base_path is None:
-            from serving.demo_model import save_demo_model
+            from serving.export.demo_model import save_demo_model
 
             base_path = Path(scratch) / args.model_name
             base_path.mkdir()
             save_demo_model(base_path, version=1)
-            model = "the tiny demo model (`serving/demo_model.py`: raw text in, 3 class probabilities out)"
+            model = "the tiny demo model (`serving/export/demo_model.py`: raw text in, 3 class probabilities out)"
         context = multiprocessing.get_context("spawn")
         ready, stop = context.Queue(), context.Event()
         server = context.Process(

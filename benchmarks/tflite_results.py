@@ -81,8 +81,8 @@ def run(settings, model_dir: Path | None = None, work_dir: Path = DEFAULT_WORK_D
 
     from benchmarks.harness import Contender, interleaved, rate_cell
     from benchmarks.report import BenchmarkResult, markdown_table
-    from serving.export import export_saved_model
-    from serving.tflite_export import export_tflite
+    from serving.export.saved_model import export_saved_model
+    from serving.export.tflite import export_tflite
     from serving.tflite_runner import TfliteModel
 
     dev_file = settings.data_file("sst2", "dev.tsv")

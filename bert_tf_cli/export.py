@@ -1,6 +1,7 @@
 """`bert-tf export`: a bert-tf model directory → a SavedModel version for TF Serving, or a `.tflite` file."""
 
-# What --quantize can be for each --format (serving.signatures.QUANTIZATIONS, serving.tflite_export.QUANTIZATIONS).
+# What --quantize can be for each --format (serving.export.signatures.QUANTIZATIONS,
+# serving.export.tflite.QUANTIZATIONS).
 _QUANTIZATIONS = {"saved_model": ("none", "int8", "bf16"), "tflite": ("none", "int8", "float16")}
 
 
@@ -41,7 +42,7 @@ def run(args) -> None:
             if value is not None:
                 raise ValueError(f"{flag} applies to --format saved_model only.")
         _check_quantize(args)
-        from serving.tflite_export import export_tflite
+        from serving.export.tflite import export_tflite
 
         path = export_tflite(args.model, args.out, inputs=args.tflite_input, quantization=args.quantize,
                              seq_length=args.seq_length)
@@ -52,7 +53,7 @@ def run(args) -> None:
     if args.tflite_input != "ids":
         raise ValueError("--tflite-input applies to --format tflite only.")
     _check_quantize(args)
-    from serving.export import export_saved_model
+    from serving.export.saved_model import export_saved_model
 
     path = export_saved_model(args.model, args.out, args.name, version=args.version, ids_only=args.ids_only,
                               seq_length=args.seq_length, max_text_bytes=args.max_text_bytes, quantize=args.quantize)

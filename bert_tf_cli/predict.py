@@ -19,7 +19,7 @@ Example:
     {"label": "1", "probability": 0.93, "probabilities": {"0": 0.07, "1": 0.93}}
 
 Prediction returns plain Python results (`pipelines.prediction.Predictor`, or
-`serving.server_prediction.ServerPredictor` for `--server`: the same methods).
+`serving.client.server_prediction.ServerPredictor` for `--server`: the same methods).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def register(commands) -> None:
 def make_predictor(args):
     """A `Predictor` of the model directory `args.model`, or a `ServerPredictor` of the model served at `args.server`."""
     if args.server:
-        from serving.server_prediction import ServerPredictor
+        from serving.client.server_prediction import ServerPredictor
 
         return ServerPredictor(args.server, args.model)
     from pipelines.prediction import Predictor

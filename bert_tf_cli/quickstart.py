@@ -116,9 +116,9 @@ def finetune(config: QuickstartConfig, out: Path, state: dict) -> str:
 def serve(config: QuickstartConfig, out: Path, state: dict) -> str:
     import numpy as np
 
-    from serving.export import export_saved_model
-    from serving.grpc_client import GrpcClient
-    from serving.server import ModelServer
+    from serving.export.saved_model import export_saved_model
+    from serving.client.grpc_client import GrpcClient
+    from serving.server.model_server import ModelServer
 
     version_dir = export_saved_model(state["classifier"], out / "serving", "demo", version=_next_free_version(out))
     state["saved_model"] = str(version_dir)
@@ -136,7 +136,7 @@ def serve(config: QuickstartConfig, out: Path, state: dict) -> str:
 def tflite(config: QuickstartConfig, out: Path, state: dict) -> str:
     import numpy as np
 
-    from serving.tflite_export import export_tflite
+    from serving.export.tflite import export_tflite
     from serving.tflite_runner import TfliteModel
 
     path = export_tflite(state["classifier"], out / "classifier.tflite", inputs="text")

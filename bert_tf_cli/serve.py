@@ -2,7 +2,7 @@
 
 
 def register(commands) -> None:
-    from serving.server import add_arguments  # standard library only: cheap to import
+    from serving.server.model_server import add_arguments  # standard library only: cheap to import
 
     parser = commands.add_parser(
         "serve", help="serve a SavedModel over TF Serving's gRPC and REST APIs (development server)",
@@ -17,6 +17,6 @@ def register(commands) -> None:
 
 
 def run(args) -> None:
-    from serving.server import run as serve
+    from serving.server.model_server import run as serve
 
     serve(args)

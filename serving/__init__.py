@@ -1,28 +1,40 @@
-"""A TensorFlow-Serving-compatible model server for development and tests, and its clients.
+"""Serving bert-tf models: exports for TensorFlow Serving and TFLite, a compatible server, and its clients.
 
-Written by hand because the official `tensorflow_model_server` binary cannot be installed
-here (neither PyPI nor Debian carry it; see ../shared/STACK.md, gotcha 7). It speaks the
-same gRPC API (the protos and stubs of `tensorflow-serving-api`) and the same REST API, so
-code written against it works unchanged against the official server, which is what
-production should use.
+The server (for development and tests) is written by hand because the official
+`tensorflow_model_server` binary cannot be installed here (neither PyPI nor Debian carry it; see
+../shared/STACK.md, gotcha 7). It speaks the same gRPC API (the protos and stubs of
+`tensorflow-serving-api`) and the same REST API, so code written against it works unchanged
+against the official server, which is what production should use.
 
-Modules (import them directly; this package file imports nothing, so that the command
-line stays fast):
-    export             `export_saved_model`: a bert-tf model directory → BASE/NAME/<version>/ (README.md)
-    tflite_export      `export_tflite`: the same as a `.tflite` file (ids or raw text in, quantization)
-    tflite_runner      `TfliteModel`: runs such a file (tensorflow-text's TFLite kernels registered)
-    server             `ModelServer` and the `serve` command (flags of `tensorflow_model_server`)
-    model_config       `read_model_config_file`: `--model_config_file` (models, version policies, labels)
-    model_manager      `ModelManager`: the versions served, loaded, retried and unloaded as TF Serving does
-    grpc_client        `GrpcClient`: Predict, Classify, metadata and status over gRPC
-    rest_client        `RestClient`: predict, classify, metadata and status over REST
-    server_prediction  `ServerPredictor`: `bert-tf predict --server`'s results from a served export
-    demo_model         `save_demo_model`: a tiny text classifier SavedModel to try everything on
+Three rooms, one per audience (import their modules directly; no package file here imports
+anything, so that the command line stays fast):
+    export/   for people who write exports (`bert-tf export`)
+        saved_model   `export_saved_model`: a bert-tf model directory → BASE/NAME/<version>/ (README.md)
+        tflite        `export_tflite`: the same as a `.tflite` file (ids or raw text in, quantization)
+        signatures    what both compute per task from token ids (`ServingSpec`, `serve_ids`, `model_info`)
+        demo_model    `save_demo_model`: a tiny text classifier SavedModel to try everything on
+    server/   for people who run the server (`bert-tf serve`, `python -m serving.server`)
+        model_server  `ModelServer` and the `serve` command (flags of `tensorflow_model_server`)
+        model_config  `read_model_config_file`: `--model_config_file` (models, version policies, labels)
+        model_manager `ModelManager`: the versions served, loaded, retried and unloaded as TF Serving does
+        servable, grpc_service, rest_service, classify, errors: one version run; the gRPC and REST front ends
+    client/   for people who call a server (this one or the official one)
+        grpc_client   `GrpcClient`: Predict, Classify, metadata and status over gRPC
+        rest_client   `RestClient`: predict, classify, metadata and status over REST
+        batching      a large request sent in chunks of `max_batch_size`
+        server_prediction  `ServerPredictor`: `bert-tf predict --server`'s results from a served export
+What the rooms share, and nothing of any room (tests/test_dependencies.py checks it): clients import
+nothing of the server or the export, the server nothing of the export, the export nothing of the server:
+    protocol      names: the default signature, the version files, the server's default batch limit
+    rest_json     TensorFlow Serving's REST JSON, both ways
+    classification  the Classify convention and `make_example` (its Examples)
+    tflite_runner `TfliteModel`: runs a `.tflite` file (the export checks it, the server serves it)
+    native_stderr native libraries' stderr lines, filtered
 
 Example:
-    >>> from serving.demo_model import save_demo_model
-    >>> from serving.server import ModelServer
-    >>> from serving.grpc_client import GrpcClient
+    >>> from serving.export.demo_model import save_demo_model
+    >>> from serving.server.model_server import ModelServer
+    >>> from serving.client.grpc_client import GrpcClient
     >>> save_demo_model("/tmp/models/demo", version=1)            # doctest: +SKIP
     >>> with ModelServer("demo", "/tmp/models/demo") as server:  # doctest: +SKIP
     ...     client = GrpcClient(f"127.0.0.1:{server.grpc_port}", model_name="demo")

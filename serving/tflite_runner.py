@@ -1,4 +1,4 @@
-"""`TfliteModel`: runs a `.tflite` file from `serving.tflite_export` on numpy inputs or texts, for checking.
+"""`TfliteModel`: runs a `.tflite` file from `serving.export.tflite` on numpy inputs or texts, for checking.
 
 It uses LiteRT's `InterpreterWithCustomOps` (`ai_edge_litert`) with tensorflow-text's
 TFLite kernels registered (`tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS`), so
@@ -32,8 +32,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from serving.native_stderr import native_lines_dropped
+from serving.protocol import DEFAULT_SIGNATURE
 
-DEFAULT_SIGNATURE = "serving_default"
 REPLACEMENT_CHARACTER = "\ufffd".encode("utf-8")
 LITERT_INFO_LINE = re.compile(r"INFO: Created TensorFlow Lite XNNPACK delegate")
 

@@ -21,7 +21,7 @@ def shared_data() -> Path:
 @pytest.fixture(scope="module")
 def demo_model_dir(tmp_path_factory) -> Path:
     """A TF Serving model folder `demo/` with version 1 of the tiny demo SavedModel (one per test module)."""
-    from serving.demo_model import save_demo_model
+    from serving.export.demo_model import save_demo_model
 
     base = tmp_path_factory.mktemp("models") / "demo"
     base.mkdir()

@@ -132,8 +132,8 @@ def test_attention_table_and_pngs(capsys, tmp_path, pretrainer_dir):
 
 @pytest.mark.slow  # exporting a SavedModel takes about 10 s on 2 cores
 def test_embed_reads_an_exported_saved_model(capsys, tmp_path, pretrainer_dir):
-    """`serving.export` writes the encoder signature; embeddings from it equal those from the model directory."""
-    from serving.export import export_saved_model
+    """`serving.export.saved_model` writes the encoder signature; embeddings from it equal those from the model directory."""
+    from serving.export.saved_model import export_saved_model
 
     exported = export_saved_model(pretrainer_dir, tmp_path / "models", "encoder", seq_length=16)
     source = tmp_path / "in.txt"

@@ -12,8 +12,8 @@ import grpc
 import pytest
 
 from bert_tf_cli import main
-from serving.grpc_client import GrpcClient
-from serving.server import ModelServer
+from serving.client.grpc_client import GrpcClient
+from serving.server.model_server import ModelServer
 
 BERT_TF = Path(sys.executable).parent / "bert-tf"
 

@@ -1,4 +1,4 @@
-"""`serving.dense_packing.segment_counts` keeps, for every pair of lengths, the tokens `BertPreprocessor` keeps:
+"""`serving.export.tflite.segment_counts` keeps, for every pair of lengths, the tokens `BertPreprocessor` keeps:
 the TFLite text model cuts pairs exactly as training and the SavedModel do, for each truncation; and
 `to_longest` pads a batch only to its longest row, as the SavedModel's raw-text signature does."""
 
@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 import bert_tf
-from serving.dense_packing import segment_counts, to_longest
+from serving.export.tflite import segment_counts, to_longest
 from tiny_exports import write_vocab
 
 SEQ_LENGTH = 9  # an odd budget of 6 for two segments: where the truncations differ

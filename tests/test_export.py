@@ -1,4 +1,4 @@
-"""`serving.export` and `bert-tf export`: the TF Serving layout and versions, the signatures of each
+"""`serving.export.saved_model` and `bert-tf export`: the TF Serving layout and versions, the signatures of each
 task (equal to the Keras model), the recorded settings, and the ids-only variant loaded in a
 fresh process without tensorflow-text."""
 
@@ -13,7 +13,7 @@ import tensorflow as tf
 
 import bert_tf
 from bert_tf_cli import main
-from serving.export import export_saved_model, next_version
+from serving.export.saved_model import export_saved_model, next_version
 from tiny_exports import PAIRS, TEXTS, VOCAB, tiny_encoder, write_vocab
 
 SEQ_LENGTH = 24

@@ -10,7 +10,7 @@ import tensorflow as tf
 import bert_tf
 from bert_tf.tasks.ner import word_windows
 from pipelines.ner_features import ner_features
-from serving.export import export_saved_model
+from serving.export.saved_model import export_saved_model
 from tiny_exports import VOCAB, tiny_encoder, write_vocab
 
 VOCABULARY = bert_tf.Vocabulary(tuple(VOCAB), lower_case=True)

@@ -21,11 +21,11 @@ import tensorflow as tf
 
 import bert_tf
 from bert_tf_cli import main
-from serving.export import export_saved_model
-from serving.grpc_client import GrpcClient
-from serving.server import ModelServer
-from serving.server_prediction import ServerPredictor
-from serving.tflite_export import export_tflite
+from serving.export.saved_model import export_saved_model
+from serving.client.grpc_client import GrpcClient
+from serving.server.model_server import ModelServer
+from serving.client.server_prediction import ServerPredictor
+from serving.export.tflite import export_tflite
 from serving.tflite_runner import TfliteModel
 from tiny_finetune_files import NEGATIVE, NER_SENTENCES, NEUTRAL, POSITIVE, write_bert_config, write_vocab
 

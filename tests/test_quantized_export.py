@@ -12,8 +12,8 @@ import tensorflow as tf
 
 import bert_tf
 from bert_tf_cli import main
-from serving.export import export_saved_model
-from serving.servable import SavedModelServable, TfliteServable, load_servable
+from serving.export.saved_model import export_saved_model
+from serving.server.servable import SavedModelServable, TfliteServable, load_servable
 from tiny_exports import TEXTS, tiny_encoder, write_vocab
 
 SEQ_LENGTH = 16
@@ -44,7 +44,7 @@ def test_an_int8_ner_version_takes_the_windows_the_float32_model_makes(ner_dir, 
 
 
 def test_predicting_text_from_an_int8_ner_version_says_why_it_takes_ids(ner_dir, tmp_path, capsys):
-    from serving.server import ModelServer
+    from serving.server.model_server import ModelServer
 
     export_saved_model(ner_dir, tmp_path, "ner", quantize="int8")
     with ModelServer("ner", tmp_path / "ner", poll_wait_s=0) as server:
@@ -75,7 +75,7 @@ def test_a_version_holding_both_files_serves_its_saved_model_unless_told(ner_dir
 def test_serve_prefer_tflite_model_flag_is_parsed():
     import argparse
 
-    from serving.server import add_arguments
+    from serving.server.model_server import add_arguments
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)

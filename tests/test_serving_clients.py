@@ -11,11 +11,11 @@ import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2
 
-from serving.batching import batch_major_outputs, predict_in_batches
-from serving.demo_model import LABELS
-from serving.grpc_client import GrpcClient
-from serving.rest_client import RestClient, RestError
-from serving.server import ModelServer
+from serving.client.batching import batch_major_outputs, predict_in_batches
+from serving.export.demo_model import LABELS
+from serving.client.grpc_client import GrpcClient
+from serving.client.rest_client import RestClient, RestError
+from serving.server.model_server import ModelServer
 
 NAME = "demo"
 SERVER_MAX_BATCH = 100

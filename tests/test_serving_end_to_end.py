@@ -16,10 +16,10 @@ import pytest
 import tensorflow as tf
 
 import bert_tf
-from serving.export import export_saved_model
-from serving.grpc_client import GrpcClient
-from serving.rest_client import RestClient, RestError
-from serving.server import ModelServer
+from serving.export.saved_model import export_saved_model
+from serving.client.grpc_client import GrpcClient
+from serving.client.rest_client import RestClient, RestError
+from serving.server.model_server import ModelServer
 
 NAME = "sentiment"
 SEQ_LENGTH = 16
@@ -234,7 +234,7 @@ def test_cli_predict_asks_the_server(server, classifier, preprocessor, capsys):
 @pytest.mark.slow
 def test_ner_and_squad_models_answer_through_the_server_as_locally(vocab_file, tmp_path):
     from pipelines.prediction import Predictor
-    from serving.server_prediction import ServerPredictor
+    from serving.client.server_prediction import ServerPredictor
 
     config = bert_tf.BertConfig(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                                 intermediate_size=64, max_position_embeddings=32)

@@ -17,7 +17,7 @@ from tensorflow.core.framework import tensor_pb2, types_pb2
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
 from concurrent_clients import run_clients
-from serving.server import DEFAULT_MAX_BATCH_SIZE, DEFAULT_REST_MAX_BODY_BYTES, ModelServer, main, parse_channel_arguments
+from serving.server.model_server import DEFAULT_MAX_BATCH_SIZE, DEFAULT_REST_MAX_BODY_BYTES, ModelServer, main, parse_channel_arguments
 
 NAME = "demo"
 MAX_MESSAGE = 2**20  # this module's server: gRPC messages and REST bodies up to 1 MiB

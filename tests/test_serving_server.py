@@ -22,9 +22,9 @@ from tensorflow_serving.apis import (
     regression_pb2,
 )
 
-from serving.demo_model import LABELS, save_demo_model
+from serving.export.demo_model import LABELS, save_demo_model
 from concurrent_clients import run_clients
-from serving.server import ModelServer, main
+from serving.server.model_server import ModelServer, main
 
 NAME = "demo"
 MAX_BATCH = 1000

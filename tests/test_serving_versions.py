@@ -17,10 +17,10 @@ import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
-from serving.demo_model import save_demo_model
-from serving.grpc_client import GrpcClient
-from serving.model_config import VersionPolicy, parse_model_config, read_model_config_file
-from serving.server import ModelServer
+from serving.export.demo_model import save_demo_model
+from serving.client.grpc_client import GrpcClient
+from serving.server.model_config import VersionPolicy, parse_model_config, read_model_config_file
+from serving.server.model_server import ModelServer
 
 NAME = "demo"
 RETRY_S = 2.0  # the retry interval of these tests (TensorFlow Serving's default: 60 s)
@@ -125,7 +125,7 @@ def test_a_version_copied_in_file_by_file_is_served_within_the_retry_interval(tm
 
 def test_a_broken_version_is_retried_then_reported_and_the_previous_one_keeps_serving(tmp_path, saved_versions,
                                                                                       caplog):
-    caplog.set_level(logging.INFO, "serving.model_manager")
+    caplog.set_level(logging.INFO, "serving.server.model_manager")
     base = model_base(tmp_path, saved_versions, [1])
     with ModelServer(NAME, base, poll_wait_s=0.1, max_num_load_retries=2, load_retry_interval_s=0.05) as server:
         (base / "2").mkdir()
@@ -266,7 +266,7 @@ def test_version_policies_pick_versions_as_tensorflow_serving_does():
 def test_serve_flags_have_tensorflow_serving_names_and_defaults():
     import argparse
 
-    from serving.server import add_arguments
+    from serving.server.model_server import add_arguments
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 import bert_tf
 from bert_tf.tasks.squad import WindowLayout, _max_context_window, best_answers, squad_windows
-from serving.export import export_saved_model
+from serving.export.saved_model import export_saved_model
 from tiny_exports import VOCAB, tiny_encoder, write_vocab
 
 VOCABULARY = bert_tf.Vocabulary(("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"), lower_case=True)

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 import bert_tf
 from bert_tf.tasks.text_budget import cut_text
-from serving.export import export_saved_model
+from serving.export.saved_model import export_saved_model
 from tiny_exports import tiny_encoder, write_vocab
 
 BUDGET = 40

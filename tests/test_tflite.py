@@ -1,4 +1,4 @@
-"""`serving.tflite_export` and `serving.tflite_runner`: the ids and raw-text TFLite models give the
+"""`serving.export.tflite` and `serving.tflite_runner`: the ids and raw-text TFLite models give the
 SavedModel's token ids and outputs, quantization shrinks the file, and (with the team data) the
 raw-text model tokenizes every SST-2 dev sentence as the SavedModel does."""
 
@@ -8,9 +8,9 @@ import tensorflow as tf
 
 import bert_tf
 from bert_tf_cli import main
-from serving.export import export_saved_model
-from serving.tflite_export import convert, export_tflite
-from serving.signatures import serving_spec
+from serving.export.saved_model import export_saved_model
+from serving.export.tflite import convert, export_tflite
+from serving.export.signatures import serving_spec
 from serving.tflite_runner import TfliteModel, main as runner_main
 from tiny_exports import PAIRS, TEXTS, VOCAB, tiny_encoder, write_vocab
 

@@ -1,6 +1,6 @@
 """`ExportedEncoder`: an exported encoder SavedModel, called like a `BertModel` for embeddings.
 
-`serving.export.export_saved_model` writes, for an encoder or a pretrainer, a `serve_ids`
+`serving.export.saved_model.export_saved_model` writes, for an encoder or a pretrainer, a `serve_ids`
 signature (int32 ids [batch, seq_length] → `sequence_output`, `pooled_output`) and a
 `model_info` signature (seq_length, casing, the vocabulary asset). That is all of the model a
 SavedModel keeps: the last layer and the pooler, no other layer, no attention, no masked-LM head.

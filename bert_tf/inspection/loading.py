@@ -4,7 +4,7 @@ Accepted paths: a bert-tf directory (`save_pretrained`; an encoder, a `BertPretr
 model), the output folder of `bert-tf pretrain` (its `model/` is used), a Google checkpoint
 directory or prefix, a Hugging Face BERT directory, a KerasHub preset directory, a preset name
 with local weights (see `bert_tf.read_checkpoint`), or an encoder SavedModel exported by
-`serving.export` (embeddings from its last layer only: see `ExportedEncoder`).
+`serving.export.saved_model` (embeddings from its last layer only: see `ExportedEncoder`).
 
 Example:
     >>> model = load_inspection_model("uncased_L-4_H-256_A-4/")   # doctest: +SKIP

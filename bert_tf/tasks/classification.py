@@ -4,7 +4,7 @@ Texts are cut to `max_text_bytes` (`bert_tf.tasks.text_budget`) and packed by `B
 with the task's `truncation` of pairs, at most
 `seq_length` tokens, the same for training (`pipelines.classification_data.TextPacker`),
 evaluation, `bert-tf predict` and the SavedModel; the TFLite text model counts the same
-tokens with dense ops (`serving.dense_packing.segment_counts`, tested against it). A class is
+tokens with dense ops (`serving.export.tflite.segment_counts`, tested against it). A class is
 the softmax's argmax, or for multi-label models every class whose sigmoid is at least
 `multi_label_threshold`. (The TFLite text model cannot cut bytes: it has no string kernels; it
 tokenizes a whole text, which changes the outcome only when the first `max_text_bytes` hold fewer

@@ -4,7 +4,7 @@ Works with this package's server and with the official TensorFlow Serving. Strin
 sent as `{"b64": ...}` (exact for any bytes); outputs come back with the signature's
 dtypes, which the client reads once per version from the model's metadata and keeps
 (make a new client after changing a model's signatures). A request larger than
-`max_batch_size` is sent in chunks (`serving.batching`). A failed request raises
+`max_batch_size` is sent in chunks (`serving.client.batching`). A failed request raises
 `RestError` (HTTP status and the server's message); there are no retries. Proxy settings
 in the environment are ignored: the server is reached directly. `version` is a version
 number, a version label (a str), or None: the highest version the server serves.
@@ -28,7 +28,7 @@ import tensorflow as tf
 from tensorflow.core.framework import types_pb2
 
 from serving import rest_json
-from serving.batching import as_arrays, batch_major_outputs, chunks, predict_in_batches
+from serving.client.batching import as_arrays, batch_major_outputs, chunks, predict_in_batches
 
 
 class RestError(RuntimeError):

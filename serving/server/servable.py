@@ -39,11 +39,8 @@ import tensorflow_text  # noqa: F401
 from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2
 from tensorflow_serving.apis import get_model_metadata_pb2
 
-from serving.errors import ServingError
-
-DEFAULT_SIGNATURE = "serving_default"
-SAVED_MODEL_FILE = "saved_model.pb"
-TFLITE_MODEL_FILE = "model.tflite"
+from serving.protocol import DEFAULT_SIGNATURE, SAVED_MODEL_FILE, TFLITE_MODEL_FILE
+from serving.server.errors import ServingError
 
 
 def holds_model(version_dir: Path) -> bool:

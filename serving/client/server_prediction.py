@@ -1,7 +1,7 @@
 """`ServerPredictor`: predictions of a model served by TF Serving (or `bert-tf serve`), over gRPC,
 as the same plain Python values as `pipelines.prediction.Predictor` gives for a model directory.
 
-The model must be a bert-tf export with text signatures (`serving.export`, not
+The model must be a bert-tf export with text signatures (`serving.export.saved_model`, not
 `--ids-only`): raw text goes in and the server tokenizes. Its `model_info` signature says
 the task:
 - classify: `{"label", "probability", "probabilities": {label: p}}` per text, or for a
@@ -12,7 +12,7 @@ the task:
   offsets into its context; "" for no answer), the best span over every window of the
   context, as the local pipeline finds it (`bert_tf.tasks.squad`).
 A failed call raises one line naming the server, the model and what to check
-(`serving.grpc_client.one_line_error`): ConnectionError when no server answers,
+(`serving.client.grpc_client.one_line_error`): ConnectionError when no server answers,
 ValueError when it refuses (e.g. an unknown model name).
 
 Example:
@@ -29,8 +29,8 @@ from typing import Sequence
 import grpc
 import numpy as np
 
-from serving.grpc_client import GrpcClient, one_line_error
-from serving.server import DEFAULT_MAX_BATCH_SIZE
+from serving.client.grpc_client import GrpcClient, one_line_error
+from serving.protocol import DEFAULT_MAX_BATCH_SIZE
 
 
 class ServerPredictor:

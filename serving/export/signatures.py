@@ -1,15 +1,15 @@
 """What an exported bert-tf model computes, per task: its text inputs, and its outputs from token ids.
 
-Shared by the SavedModel export (`serving.export`) and the TFLite export
-(`serving.tflite_export`), so that both give the same outputs under the same names.
+Shared by the SavedModel export (`serving.export.saved_model`) and the TFLite export
+(`serving.export.tflite`), so that both give the same outputs under the same names.
 The task and its settings are the model directory's `bert_tf.TaskSpec` (`load_model_directory`):
 
 | task | model | text inputs | outputs (b: batch, s: sequence, k: classes/tags) |
 |---|---|---|---|
 | classify | BertClassifier | `text` (+ `text_b` if `text_pair`) | `probabilities` [b, k] float32 (softmax; sigmoid per class for multi_label), `label_names` [b, k] string, `logits` [b, k]; regression: `predictions` [b, k] only |
 | encoder, pretrainer | BertModel, BertPretrainer (its encoder) | `text` (+ `text_b` if `text_pair`) | `sequence_output` [b, s, hidden], `pooled_output` [b, hidden] float32 |
-| ner | BertTokenClassifier | `text` | `probabilities` [b, s, k], `tag_ids` [b, s] int32, `tags` [b, s] string (per token; "" on padding); from text (`serving.text_tasks`): per window of whole words, [b, w, s, k] and [b, w, s] (w: most windows; zeros and "" for missing windows), and `words`, `word_tags` [b, most words] |
-| squad | BertSpanLabeler | `question`, `context` | `start_logits`, `end_logits` [b, s]; the best span: `answer_start`, `answer_end` [b] int32 (token positions; 0, 0: no answer), `answer_score` (its start + end logit), `answer_probability` (softmax over the `n_best_size` best spans, and the null answer for SQuAD 2.0); from text (`serving.text_tasks`): the best span over every doc-stride window of the context, `start_logits`, `end_logits` per window [b, w, s] (zeros for missing windows), `answer_score`, `answer_probability` [b], `answer_text` [b] string, `answer_char_start`, `answer_char_end` [b] int32 (code points; no `answer_start`, `answer_end`) |
+| ner | BertTokenClassifier | `text` | `probabilities` [b, s, k], `tag_ids` [b, s] int32, `tags` [b, s] string (per token; "" on padding); from text (`serving.export.saved_model.TextSignatures`): per window of whole words, [b, w, s, k] and [b, w, s] (w: most windows; zeros and "" for missing windows), and `words`, `word_tags` [b, most words] |
+| squad | BertSpanLabeler | `question`, `context` | `start_logits`, `end_logits` [b, s]; the best span: `answer_start`, `answer_end` [b] int32 (token positions; 0, 0: no answer), `answer_score` (its start + end logit), `answer_probability` (softmax over the `n_best_size` best spans, and the null answer for SQuAD 2.0); from text (`serving.export.saved_model.TextSignatures`): the best span over every doc-stride window of the context, `start_logits`, `end_logits` per window [b, w, s] (zeros for missing windows), `answer_score`, `answer_probability` [b], `answer_text` [b] string, `answer_char_start`, `answer_char_end` [b] int32 (code points; no `answer_start`, `answer_end`) |
 
 The best SQuAD span is `bert_tf.tasks.squad.best_answers`'s, the rules `bert-tf predict`
 and evaluation use (n-best starts × ends, context tokens only, at most
@@ -84,7 +84,7 @@ def serving_spec(directory: ModelDirectory, seq_length: int | None = None,
 
     `quantization` (`QUANTIZATIONS`): "none" (float32), "bf16" (the model with bfloat16 weights
     and matrix multiplies: `bert_tf.precision`), "int8" (float32 here: the TFLite converter
-    quantizes it, `serving.tflite_export`).
+    quantizes it, `serving.export.tflite`).
     """
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization must be one of {', '.join(QUANTIZATIONS)}; got {quantization!r}.")

@@ -46,10 +46,10 @@ import tensorflow as tf
 from google.protobuf import json_format
 
 from serving import rest_json
-from serving.classification import classify
-from serving.errors import ServingError, http_status
-from serving.model_manager import ModelManager
-from serving.servable import Servable
+from serving.server.classify import classify
+from serving.server.errors import ServingError, http_status
+from serving.server.model_manager import ModelManager
+from serving.server.servable import Servable
 
 logger = logging.getLogger(__name__)
 

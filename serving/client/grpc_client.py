@@ -5,12 +5,12 @@ a deadline (`timeout_s`); a call answered UNAVAILABLE (server starting, restarti
 overloaded) is retried `retries` times with exponential backoff, any other error is
 raised at once as `grpc.RpcError` (`one_line_error` turns one into a message for people).
 A predict or classify request larger than `max_batch_size` is sent in chunks and the
-answers joined (`serving.batching`). `version` is a version number, a version label (a
+answers joined (`serving.client.batching`). `version` is a version number, a version label (a
 str: the server's `version_labels`), or None: the highest version the server serves.
 
 Inputs are numpy arrays, sent with their dtype (the server checks it: int64 ids for an
 int32 input are INVALID_ARGUMENT), or lists, converted as `tf.constant` does (Python
-ints -> int32, floats -> float32, str -> UTF-8 bytes; `serving.batching.as_arrays`).
+ints -> int32, floats -> float32, str -> UTF-8 bytes; `serving.client.batching.as_arrays`).
 
 Example:
     >>> client = GrpcClient("127.0.0.1:8500", model_name="demo")  # doctest: +SKIP
@@ -41,8 +41,8 @@ from tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 
-from serving.batching import as_arrays, batch_major_outputs, chunks, predict_in_batches
 from serving.classification import make_example
+from serving.client.batching import as_arrays, batch_major_outputs, chunks, predict_in_batches
 
 logger = logging.getLogger(__name__)
 

@@ -5,9 +5,9 @@ here (STACK.md, gotcha 7). It serves TensorFlow Serving's gRPC API (PredictionSe
 Predict, Classify, GetModelMetadata; ModelService: GetModelStatus) and REST API
 (`/v1/models/NAME[/versions/N|/labels/LABEL][:predict|:classify|/metadata]`) from
 `BASE/NAME/<version>/` SavedModels: one model (`--model_name`, `--model_base_path`) or those
-of a model config file (`--model_config_file`, `serving.model_config`: several models,
+of a model config file (`--model_config_file`, `serving.server.model_config`: several models,
 version policies, labels). Versions are managed as TensorFlow Serving does
-(`serving.model_manager`): new ones are picked up without a restart, deleted ones unloaded,
+(`serving.server.model_manager`): new ones are picked up without a restart, deleted ones unloaded,
 failed loads retried. It is for development and tests; production should use the official
 TensorFlow Serving, which takes the same flags, directory layout, config file and requests.
 
@@ -47,9 +47,10 @@ from concurrent import futures
 from pathlib import Path
 from typing import Mapping
 
+from serving.protocol import DEFAULT_MAX_BATCH_SIZE
+
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_BATCH_SIZE = 512
 DEFAULT_REST_MAX_BODY_BYTES = 32 * 2**20  # JSON parses to several times its size: less than gRPC's 64 MiB
 DEFAULT_MAX_NUM_LOAD_RETRIES = 5  # TensorFlow Serving's defaults
 DEFAULT_LOAD_RETRY_INTERVAL_MICROS = 60_000_000
@@ -64,14 +65,14 @@ class ModelServer:
     often base paths are scanned for new versions (≤ 0: only at start);
     `model_config_poll_wait_s` how often the config file is re-read (≤ 0: only at start);
     a failed load is retried `max_num_load_retries` times, `load_retry_interval_s` apart;
-    `allow_version_labels_for_unavailable_models` as in `serving.model_manager`;
+    `allow_version_labels_for_unavailable_models` as in `serving.server.model_manager`;
     `prefer_tflite_model` serves a version's `model.tflite` when it has a SavedModel too
-    (`serving.servable.load_servable`);
+    (`serving.server.servable.load_servable`);
     `max_batch_size` rejects larger batches with INVALID_ARGUMENT (0: no limit);
     `grpc_max_threads` gRPC requests run at once; `grpc_channel_arguments` override
-    `serving.grpc_service.DEFAULT_CHANNEL_ARGUMENTS` (e.g. {"grpc.max_receive_message_length":
+    `serving.server.grpc_service.DEFAULT_CHANNEL_ARGUMENTS` (e.g. {"grpc.max_receive_message_length":
     2**30}); `rest_num_threads`, `rest_timeout_s` and `rest_max_body_bytes` are the REST
-    front end's (`serving.rest_service`). Use it as a context manager, or `start()` ... `stop()`.
+    front end's (`serving.server.rest_service`). Use it as a context manager, or `start()` ... `stop()`.
     """
 
     def __init__(
@@ -139,10 +140,10 @@ class ModelServer:
         """
         # Imported here, not at the top, so that `add_arguments` (the command line) does not
         # pay for importing TensorFlow.
-        from serving.grpc_service import build_grpc_server
-        from serving.model_config import ModelConfig
-        from serving.model_manager import LoadRetries, ModelManager
-        from serving.rest_service import RestServer
+        from serving.server.grpc_service import build_grpc_server
+        from serving.server.model_config import ModelConfig
+        from serving.server.model_manager import LoadRetries, ModelManager
+        from serving.server.rest_service import RestServer
 
         self._stopped.clear()
         configs = [] if self.model_config_file else [ModelConfig(self.model_name, self.model_base_path)]
@@ -348,6 +349,3 @@ def main(argv: list[str] | None = None, prog: str = "bert-tf serve") -> int:
         return 2
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(prog="python -m serving.server"))

@@ -1,7 +1,7 @@
 """`ModelManager`: the models a server serves and, for each (`VersionedModel`), the versions it
 loads from disk, managed as TensorFlow Serving manages them.
 
-Layout: `BASE/NAME/<version>/saved_model.pb` (or `model.tflite`: `serving.servable`),
+Layout: `BASE/NAME/<version>/saved_model.pb` (or `model.tflite`: `serving.server.servable`),
 `<version>` a decimal integer; other entries (e.g. `.tmp-3`) are ignored, and so is a version
 directory until its `saved_model.pb` or `model.tflite` is there. Write a new version atomically
 if you can: save it to a temporary directory beside the versions and rename that to its number
@@ -11,7 +11,7 @@ Versions (TensorFlow Serving's flags in brackets):
 - The base path is listed at start and every `poll_wait_s` seconds
   [`--file_system_poll_wait_seconds`; ≤ 0: at start only]. The model's version policy picks
   the versions to serve among those on disk: the N highest (`latest`, N = 1 by default),
-  `specific` ones, or `all` (`serving.model_config`).
+  `specific` ones, or `all` (`serving.server.model_config`).
 - A picked version is loaded (state LOADING) while the others keep serving, then serves
   (AVAILABLE). A request that names no version gets the highest one serving.
 - Versions no longer picked (replaced, or deleted from disk) are unloaded (END) once a
@@ -60,9 +60,10 @@ import grpc
 import tensorflow as tf
 from tensorflow_serving.apis import get_model_status_pb2
 
-from serving.errors import ServingError
-from serving.model_config import ModelConfig, VersionPolicy, beside_config, read_model_config_file
-from serving.servable import SAVED_MODEL_FILE, TFLITE_MODEL_FILE, Servable, holds_model, load_servable
+from serving.protocol import SAVED_MODEL_FILE, TFLITE_MODEL_FILE
+from serving.server.errors import ServingError
+from serving.server.model_config import ModelConfig, VersionPolicy, beside_config, read_model_config_file
+from serving.server.servable import Servable, holds_model, load_servable
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +125,7 @@ def check_base_path(base_path: Path, name: str) -> None:
 
 
 def _versions_in(base_path: Path) -> set[int]:
-    """The complete version directories (`serving.servable.holds_model`) under `base_path` (none if it is gone)."""
+    """The complete version directories (`servable.holds_model`) under `base_path` (none if it is gone)."""
     try:
         children = list(base_path.iterdir())
     except (FileNotFoundError, NotADirectoryError):

@@ -4,7 +4,7 @@ Predict, Classify (see `serving.classification`), GetModelMetadata (`signature_d
 GetModelStatus are served; a request's `model_spec` names the model and a version, a
 version label, or neither (the highest version served). Regress, MultiInference and HandleReloadConfigRequest answer
 UNIMPLEMENTED (the generated base classes do that). A failed request is answered with
-its status (`serving.errors`) and logged; the server keeps serving.
+its status (`serving.server.errors`) and logged; the server keeps serving.
 
 A Predict request's tensors are checked from their metadata before any array is built
 from them: dtype and shape against the signature (`Servable.check_inputs`: no negative
@@ -41,10 +41,10 @@ from tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 
-from serving.classification import classify, examples_of
-from serving.errors import ServingError
-from serving.model_manager import ModelManager
-from serving.servable import DEFAULT_SIGNATURE
+from serving.protocol import DEFAULT_SIGNATURE
+from serving.server.classify import classify, examples_of
+from serving.server.errors import ServingError
+from serving.server.model_manager import ModelManager
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ interpreters have no Flex delegate, so SELECT_TF_OPS models would not run):
   (`serving.tflite_runner` does). See `DenseTextPacker`.
 Both have a `model_info` signature (`task`, `seq_length`, `lower_case`, `vocab_size`,
 `label_names` for classify/ner, `classifier_mode` for classify) and the outputs of
-`serving.signatures`.
+`serving.export.signatures`.
 
 The text model does NOT use bert_tf's exact tokenizer (its Unicode ops have no TFLite
 kernels): tensorflow-text's FastBertNormalizer + FastWordpieceTokenizer agree with it on
@@ -30,6 +30,15 @@ NER and SQuAD have no raw-text TFLite model: they read a long input in several w
 that TFLite has no kernels for. A one-window text model would silently tag fewer words and
 miss answers, so `inputs="text"` is refused for them; their "ids" model runs one window
 per row, and the windows come from `bert_tf.tasks.ner` / `bert_tf.tasks.squad` on the host.
+
+Dense packing (`pack_dense`, `segment_counts`, `to_longest`, at the end): token segments packed as
+`[CLS] A [SEP] B [SEP] [PAD]...` with dense ops only, where ragged packing
+(`tensorflow_text.combine_segments`, ragged slicing) cannot be: in TFLite models, which have no
+kernels for RaggedRange or RaggedGather. Each segment comes as a dense [batch, width] tensor of ids
+with the count of its tokens to keep per example; `[CLS]`, the kept tokens and one `[SEP]` per
+segment are placed by position with gathers and selects, and the rest is padding. `to_longest` then
+drops the padding columns no row of the batch needs, as the SavedModel's raw-text signature pads
+only to its batch's longest text: a short request costs a short model call.
 
 Quantization: "int8" (TFLite's dynamic-range quantization: int8 weights, per channel; LiteRT's
 XNNPACK kernels quantize the activations to int8 row by row as they run, so the matrix
@@ -52,9 +61,8 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf.checkpoints.pretrained import load_model_directory
-from serving.dense_packing import pack_dense, segment_counts, to_longest
-from serving.signatures import ServingSpec, model_info_function, serve_ids_function, serving_spec
-from serving.signatures import task_outputs, text_input_specs
+from serving.export.signatures import ServingSpec, model_info_function, serve_ids_function, serving_spec
+from serving.export.signatures import task_outputs, text_input_specs
 from serving.tflite_runner import TfliteModel
 
 logger = logging.getLogger(__name__)
@@ -140,10 +148,10 @@ class DenseTextPacker(tf.Module):
     """Text segments → `input_word_ids`, `input_mask`, `input_type_ids` [batch, seq_length], TFLite-ready.
 
     tensorflow-text's FastBertNormalizer and FastWordpieceTokenizer (which splits words
-    itself) give ragged ids; everything after is dense (`serving.dense_packing`), because
+    itself) give ragged ids; everything after is dense (`pack_dense`, below), because
     TFLite has no kernels for ragged slicing or concatenation (RaggedRange, RaggedGather):
     each segment is cut and padded with `to_tensor(shape=...)`, and the tokens kept per
-    segment are computed from the lengths (`serving.dense_packing.segment_counts`: the task's
+    segment are computed from the lengths (`segment_counts`: the task's
     truncation of pairs, as the SavedModel and training cut them).
     """
 
@@ -171,7 +179,7 @@ class DenseTextPacker(tf.Module):
 def _tflite_module(spec: ServingSpec, with_text: bool) -> tuple[tf.Module, dict]:
     """The module to convert and its signatures; see the module docstring."""
     module = tf.Module(name="bert_tf_tflite")
-    # The tf.Variables themselves (see serving.export.build_serving_module).
+    # The tf.Variables themselves (see serving.export.saved_model.build_serving_module).
     module.model_variables = [variable.value for variable in spec.model.variables]
 
     serve_ids = serve_ids_function(spec)
@@ -199,3 +207,61 @@ def _tflite_module(spec: ServingSpec, with_text: bool) -> tuple[tf.Module, dict]
         serve_ids=serve_ids.get_concrete_function(),
     )
     return module, signatures
+
+
+def pack_dense(segments: list[tf.Tensor], counts: list[tf.Tensor], seq_length: int, vocabulary) -> dict[str, tf.Tensor]:
+    """The three int32 [batch, seq_length] id tensors; segment i keeps its first `counts[i]` tokens [batch].
+
+    The counts must leave room for `[CLS]` and the `[SEP]`s (the caller truncates).
+
+    Example:
+        >>> ids = pack_dense([tf.constant([[7, 8, 9]]), tf.constant([[5, 0, 0]])],
+        ...                  [tf.constant([2]), tf.constant([1])], seq_length=8, vocabulary=vocabulary)  # doctest: +SKIP
+        >>> ids["input_word_ids"].numpy().tolist(), ids["input_type_ids"].numpy().tolist()  # doctest: +SKIP
+        ([[101, 7, 8, 102, 5, 102, 0, 0]], [[0, 0, 0, 0, 1, 1, 0, 0]])
+    """
+    positions = tf.range(seq_length)[tf.newaxis, :]
+    word_ids = tf.fill([tf.shape(segments[0])[0], seq_length], vocabulary.pad_id)
+    word_ids = tf.where(positions == 0, vocabulary.cls_id, word_ids)
+    type_ids = tf.zeros_like(word_ids)
+    start = tf.ones_like(counts[0])[:, tf.newaxis]  # where the current segment begins: after [CLS]
+    for index, (segment, count) in enumerate(zip(segments, counts)):
+        count = tf.cast(count, tf.int32)[:, tf.newaxis]
+        offset = positions - start
+        inside = tf.logical_and(offset >= 0, offset < count)
+        width = tf.shape(segment)[1]
+        taken = tf.gather(segment, tf.clip_by_value(offset, 0, tf.maximum(width - 1, 0)), batch_dims=1)
+        word_ids = tf.where(inside, taken, word_ids)
+        word_ids = tf.where(offset == count, vocabulary.sep_id, word_ids)
+        type_ids = tf.where(tf.logical_and(offset >= 0, offset <= count), index, type_ids)
+        start += count + 1
+    return {
+        "input_word_ids": word_ids,
+        "input_mask": tf.cast(positions < start, tf.int32),
+        "input_type_ids": type_ids,
+    }
+
+
+def segment_counts(lengths: list[tf.Tensor], budget: int, truncation: str) -> list[tf.Tensor]:
+    """Tokens kept per segment (one or two, int32 [batch] each) under `truncation`, exactly as
+    `bert_tf.BertPreprocessor` keeps them (tested against it on every pair of lengths up to a budget)."""
+    if len(lengths) == 1:
+        return [tf.minimum(lengths[0], budget)]
+    first, second = lengths
+    if truncation == "waterfall":  # the last segment is cut first
+        kept_first = tf.minimum(first, budget)
+        return [kept_first, tf.minimum(second, budget - kept_first)]
+    if truncation == "round_robin":  # one token per segment in turn, the first segment first
+        return [tf.minimum(first, tf.maximum((budget + 1) // 2, budget - second)),
+                tf.minimum(second, tf.maximum(budget // 2, budget - first))]
+    # longest_first: the longer segment loses a token until both fit; halves when both exceed half
+    # the budget, the odd token to the longer one (to the second on a tie).
+    first_longer = first > second
+    return [tf.minimum(first, tf.maximum(budget - second, tf.where(first_longer, (budget + 1) // 2, budget // 2))),
+            tf.minimum(second, tf.maximum(budget - first, tf.where(first_longer, budget // 2, (budget + 1) // 2)))]
+
+
+def to_longest(ids: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """The id tensors cut to the longest row of the batch (the most `input_mask` ones; at least 1 column)."""
+    longest = tf.maximum(tf.reduce_max(tf.reduce_sum(ids["input_mask"], axis=1)), 1)
+    return {name: value[:, :longest] for name, value in ids.items()}
