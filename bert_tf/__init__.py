@@ -25,17 +25,12 @@ if keras.backend.backend() != "tensorflow":
 import tensorflow_text  # noqa: E402,F401
 
 from bert_tf import metrics  # noqa: E402
-from bert_tf.checkpoints import (  # noqa: E402
-    from_pretrained,
-    load_model_directory,
-    read_checkpoint,
-    save_pretrained,
-    write_hf_directory,
-)
+from bert_tf.checkpoints import from_pretrained, read_checkpoint, write_hf_directory  # noqa: E402
 from bert_tf.classifier import BertClassifier  # noqa: E402
 from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.inference import TextPredictor, inference_function  # noqa: E402
 from bert_tf.model import BertModel  # noqa: E402
+from bert_tf.model_directory import load_model_directory, save_pretrained  # noqa: E402
 from bert_tf.optimization import OptimizerConfig, WarmupLinearDecay, create_optimizer  # noqa: E402
 from bert_tf.precision import with_precision  # noqa: E402
 from bert_tf.preprocessor import BertPreprocessor  # noqa: E402

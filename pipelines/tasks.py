@@ -8,7 +8,7 @@ Example:
 
 from __future__ import annotations
 
-from bert_tf.checkpoints import ModelDirectory
+from bert_tf.model_directory import ModelDirectory
 from bert_tf.tasks.spec import TaskSpec
 from bert_tf.tokenizer import BertTokenizer
 from pipelines.classification_task import ClassificationTask

@@ -1,27 +1,16 @@
-"""Reading and writing published BERT weights: Google, Hugging Face, KerasHub, and our own directories."""
+"""Reading published BERT weights into the encoder (Google, Hugging Face, KerasHub), and writing Hugging Face
+directories; bert-tf's own model directory is one floor up, `bert_tf.model_directory`."""
 
 from bert_tf.checkpoints.contents import CheckpointContents, CheckpointMismatchError, assign_weights
 from bert_tf.checkpoints.huggingface import write_hf_directory
-from bert_tf.checkpoints.pretrained import (
-    ModelDirectory,
-    check_vocabulary_fits,
-    from_pretrained,
-    load_model_directory,
-    read_checkpoint,
-    resolve_model_directory,
-    save_pretrained,
-)
+from bert_tf.checkpoints.pretrained import check_vocabulary_fits, from_pretrained, read_checkpoint
 
 __all__ = [
     "CheckpointContents",
     "CheckpointMismatchError",
-    "ModelDirectory",
     "assign_weights",
     "check_vocabulary_fits",
     "from_pretrained",
-    "load_model_directory",
     "read_checkpoint",
-    "resolve_model_directory",
-    "save_pretrained",
     "write_hf_directory",
 ]

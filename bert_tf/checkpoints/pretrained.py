@@ -1,13 +1,11 @@
-"""`from_pretrained`: one entry point for every checkpoint format; `save_pretrained` and
-`load_model_directory`: bert-tf's own model directory, the one format every command reads.
+"""`from_pretrained`: one entry point for every checkpoint format, into a `BertModel`; `read_checkpoint`:
+any of them into memory.
 
-A model directory holds:
-- `model.keras`: the Keras model (encoder, pretrainer or task model), loaded in safe mode;
-- `vocab.txt`: its vocabulary;
-- `bert_tf.json`: `format_version` (2), `lower_case`, `task` (a `bert_tf.TaskSpec`: the task, its
-  labels, seq_length and every setting that shapes text → features → outputs), and whatever else
-  the writer adds (`bert-tf finetune`: `dev_scores`, `training`).
-A pre-training run folder (`bert-tf pretrain --out RUN`) stands for its `RUN/model`.
+The formats: Google's checkpoints, Hugging Face and KerasHub directories (the readers of this
+package), presets named with local weights (`presets_home`), and bert-tf's own model directory,
+whose reader `bert_tf.model_directory` registers here (`register_format`) when it is imported (as
+`import bert_tf` does): reading a model directory builds heads and tokenizers, which this package
+never imports.
 
 Example:
     >>> model = from_pretrained("uncased_L-2_H-128_A-2/")   # doctest: +SKIP
@@ -17,202 +15,32 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 import os
-import shutil
-import tempfile
 from pathlib import Path
+from typing import Callable
 
 from bert_tf.checkpoints.contents import CheckpointContents, assign_weights
 from bert_tf.checkpoints.google import is_google_checkpoint, read_google_checkpoint
 from bert_tf.checkpoints.huggingface import is_hf_directory, read_hf_directory
 from bert_tf.checkpoints.keras_hub import is_keras_hub_preset, read_keras_hub_backbone, read_keras_hub_preset
 from bert_tf.config import BertConfig
-from bert_tf.tasks.spec import DEFAULT_SEQ_LENGTH, TaskSpec
-from bert_tf.vocabulary import Vocabulary
 
 logger = logging.getLogger(__name__)
 
-MODEL_FILE = "model.keras"
-METADATA_FILE = "bert_tf.json"
-FORMAT_VERSION = 2  # 1: `task` a name with `settings` beside it; 2: `task` a TaskSpec
+# Formats defined above this package, tried before its own: bert-tf's model directory
+# (`bert_tf.model_directory`). Each: (whether a path is one, its reader).
+_FORMATS_ABOVE: list[tuple[Callable[[Path], bool], Callable[[Path], CheckpointContents]]] = []
+
+
+def register_format(is_format: Callable[[Path], bool], reader: Callable[[Path], CheckpointContents]) -> None:
+    """Makes `read_checkpoint` read the paths that `is_format` accepts with `reader`, before its own formats."""
+    _FORMATS_ABOVE.append((is_format, reader))
 
 
 def presets_home() -> Path:
     """Where named presets are looked up: `$BERT_TF_HOME/presets` (default `~/.cache/bert_tf/presets`)."""
     return Path(os.environ.get("BERT_TF_HOME", Path.home() / ".cache" / "bert_tf")) / "presets"
-
-
-def is_bert_tf_directory(path: Path) -> bool:
-    return path.is_dir() and (path / MODEL_FILE).is_file()
-
-
-def is_training_checkpoint_directory(path: Path) -> bool:
-    """A folder of bert-tf's pre-training checkpoints (`ckpt-N.index`, or the run's `checkpoints/`)."""
-    return path.is_dir() and (any(path.glob("ckpt-*.index")) or any((path / "checkpoints").glob("ckpt-*.index")))
-
-
-def resolve_model_directory(path: str | Path) -> Path:
-    """The bert-tf model directory that `path` means: itself, or a pre-training run folder's `model/`.
-
-    A folder of pre-training checkpoints without a finished model, or anything else, is an
-    error that says what it is.
-    """
-    path = Path(path)
-    for candidate in (path, path / "model"):
-        if is_bert_tf_directory(candidate):
-            return candidate
-    if is_training_checkpoint_directory(path):
-        run = path.parent if path.name == "checkpoints" else path
-        raise FileNotFoundError(
-            f"{path} holds bert-tf pre-training checkpoints (ckpt-N) but no finished model: pre-training writes "
-            f"{run}/model at its end. Run `bert-tf pretrain --out {run} ...` again to resume and finish it.")
-    if not path.exists():
-        raise FileNotFoundError(f"Model directory not found: {path}")
-    raise FileNotFoundError(f"{path} is not a bert-tf model directory (no {MODEL_FILE}); write one with "
-                            "bert_tf.save_pretrained or `bert-tf finetune`, or convert a checkpoint with `bert-tf convert`.")
-
-
-@dataclasses.dataclass
-class ModelDirectory:
-    """A directory written by `save_pretrained`, loaded: the Keras model and what was saved with it."""
-
-    path: Path
-    model: object  # the saved keras.Model: a BertModel, BertPretrainer or task model
-    vocab_file: Path | None
-    lower_case: bool | None  # None only without a vocabulary
-    task: TaskSpec  # the task and its text → features → outputs settings
-    metadata: dict  # everything else passed to save_pretrained (dev_scores, training, ...)
-
-    @property
-    def encoder(self):
-        """The `BertModel` inside the model."""
-        return getattr(self.model, "encoder", self.model)
-
-    def require_vocab_file(self) -> Path:
-        """`vocab_file`, or an error naming the directory when it has none."""
-        if self.vocab_file is None:
-            raise FileNotFoundError(f"{self.path} has no vocab.txt; save the model with its vocabulary "
-                                    "(save_pretrained(..., vocab_file=...)).")
-        return self.vocab_file
-
-    def tokenizer(self):
-        """The model's `BertTokenizer` (its vocabulary and casing)."""
-        from bert_tf.tokenizer import BertTokenizer
-
-        return BertTokenizer(self.require_vocab_file(), self.lower_case)
-
-
-def load_model_directory(path: str | Path) -> ModelDirectory:
-    """Loads a model directory (or a pre-training run folder: its `model/`), Keras safe mode: no code runs.
-
-    Directories of the first format (before `format_version` 2: `task` a name, `settings` beside
-    it) load too; their settings are read into the same `TaskSpec`.
-    """
-    import keras
-
-    directory = resolve_model_directory(path)
-    model = keras.saving.load_model(directory / MODEL_FILE, safe_mode=True)
-    metadata_file = directory / METADATA_FILE
-    try:
-        metadata = json.loads(metadata_file.read_text()) if metadata_file.is_file() else {}
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{metadata_file}: not valid JSON ({error.msg}, line {error.lineno}).") from None
-    vocab = directory / "vocab.txt"
-    vocab_file = vocab if vocab.is_file() else None
-    lower_case = metadata.pop("lower_case", None)
-    if lower_case is None and vocab_file is not None:
-        lower_case = Vocabulary.from_file(vocab_file).lower_case
-    metadata.pop("format_version", None)
-    try:
-        task = _task_from_metadata(model, metadata)
-    except ValueError as error:
-        raise ValueError(f"{metadata_file}: {error}") from None
-    return ModelDirectory(directory, model, vocab_file, lower_case, task, metadata)
-
-
-def _task_from_metadata(model, metadata: dict) -> TaskSpec:
-    """The `TaskSpec` of a loaded model, from its metadata (removed from `metadata`) and its class."""
-    recorded = metadata.pop("task", None)
-    if isinstance(recorded, dict):
-        return task_spec_for(model, TaskSpec.from_metadata(recorded))
-    # The first format: the task's name, seq_length, text_pair and a settings dict beside it.
-    settings = metadata.pop("settings", {}) or {}
-    known = {field.name for field in dataclasses.fields(TaskSpec)}
-    return task_spec_for(model, recorded, metadata.pop("seq_length", None),
-                         {key: value for key, value in settings.items() if key in known},
-                         text_pair=metadata.pop("text_pair", None))
-
-
-def task_spec_for(model, task: TaskSpec | str | None = None, seq_length: int | None = None,
-                  settings: dict | None = None, text_pair: bool | None = None) -> TaskSpec:
-    """The `TaskSpec` of `model`: the task follows from its class; `task`, if given, must agree.
-
-    `task` may be a full `TaskSpec` (checked against the model) or a task name, completed
-    with `seq_length` (default: the task's, at most the model's positions), `settings`
-    (`TaskSpec` fields) and `text_pair`. Label names come from the head when it has them.
-    """
-    inferred = task_of_model(model)
-    spec = task if isinstance(task, TaskSpec) else None
-    name = spec.task if spec else task
-    if name is not None and name != inferred and {name, inferred} != {"encoder", "pretrainer"}:
-        raise ValueError(f"the task is {name!r}, but the model is a {type(model).__name__} (task {inferred!r}).")
-    encoder = getattr(model, "encoder", model)
-    if spec is None:
-        fields = dict(settings or {})
-        if text_pair is not None:
-            fields["text_pair"] = bool(text_pair)
-        default_length = min(DEFAULT_SEQ_LENGTH[inferred], encoder.config.max_position_embeddings)
-        spec = TaskSpec(task=inferred, seq_length=int(seq_length or default_length), **fields)
-    spec = spec.replace(task=inferred, label_names=_label_names(model, spec.label_names))
-    if inferred == "classify":
-        spec = spec.replace(multi_label=model.mode == "multi_label")
-    spec.check_fits(encoder.config)
-    return spec
-
-
-def task_of_model(model) -> str:
-    """"classify", "ner", "squad", "pretrainer" or "encoder", from the model's class."""
-    from bert_tf.classifier import BertClassifier
-    from bert_tf.model import BertModel
-    from bert_tf.pretrainer import BertPretrainer
-    from bert_tf.span_labeler import BertSpanLabeler
-    from bert_tf.token_classifier import BertTokenClassifier
-
-    for cls, name in ((BertClassifier, "classify"), (BertTokenClassifier, "ner"), (BertSpanLabeler, "squad"),
-                      (BertPretrainer, "pretrainer"), (BertModel, "encoder")):
-        if isinstance(model, cls):
-            return name
-    raise ValueError(f"a {type(model).__name__} is not a bert-tf model (BertModel, BertPretrainer, BertClassifier, "
-                     "BertTokenClassifier or BertSpanLabeler).")
-
-
-def _label_names(model, recorded: tuple[str, ...]) -> tuple[str, ...]:
-    """The head's label names (the model's own, else the recorded ones, else "0", "1", ...); () without labels."""
-    count = getattr(model, "num_classes", None) or getattr(model, "num_labels", None)
-    if count is None:
-        return ()
-    names = tuple(getattr(model, "label_names", None) or recorded or (str(index) for index in range(count)))
-    if len(names) != count:
-        raise ValueError(f"{len(names)} label names {list(names)} for a head of {count} outputs.")
-    return names
-
-
-def read_bert_tf_directory(path: str | Path) -> CheckpointContents:
-    """Reads a directory written by `save_pretrained`: the encoder's weights, and the heads of a pretrainer."""
-    loaded = load_model_directory(path)
-    model = loaded.model
-    with_names = model if hasattr(model, "google_weights") else model.encoder  # task models: their encoder
-    return CheckpointContents(
-        config=getattr(model, "encoder", model).config,
-        weights={name: variable.numpy() for name, variable in with_names.google_weights().items()},
-        source=str(path),
-        format="bert_tf",
-        vocab_file=loaded.vocab_file,
-        lower_case=loaded.lower_case,
-    )
 
 
 def read_checkpoint(path_or_preset) -> CheckpointContents:
@@ -238,11 +66,8 @@ def read_checkpoint(path_or_preset) -> CheckpointContents:
         if Path(f"{path}.index").is_file():  # a checkpoint prefix such as .../bert_model.ckpt
             return read_google_checkpoint(path)
         raise FileNotFoundError(f"Checkpoint not found: {path}")
-    if is_training_checkpoint_directory(path):
-        resolve_model_directory(path)  # its model/ if finished, else an error saying what the folder is
     for is_format, reader in (
-        (lambda folder: is_bert_tf_directory(folder) or is_bert_tf_directory(folder / "model"),
-         read_bert_tf_directory),
+        *_FORMATS_ABOVE,
         (is_google_checkpoint, read_google_checkpoint),
         (is_hf_directory, read_hf_directory),
         (is_keras_hub_preset, read_keras_hub_preset),
@@ -252,7 +77,7 @@ def read_checkpoint(path_or_preset) -> CheckpointContents:
     raise ValueError(
         f"{path} is not a BERT checkpoint this package knows: expected a Google checkpoint (bert_config.json + "
         "*.ckpt.index), a Hugging Face directory (config.json with model_type 'bert' + model.safetensors), a "
-        f"KerasHub BertBackbone preset, or a bert-tf directory ({MODEL_FILE})."
+        "KerasHub BertBackbone preset, or a bert-tf directory (model.keras)."
     )
 
 
@@ -278,63 +103,8 @@ def from_pretrained(path_or_preset, config: BertConfig | None = None):
     return model
 
 
-def save_pretrained(model, out_dir: str | Path, vocab_file=None, lower_case: bool | None = None,
-                    task: TaskSpec | str | None = None, seq_length: int | None = None, settings: dict | None = None,
-                    text_pair: bool | None = None, **metadata) -> Path:
-    """Writes `model` (an encoder, a pretrainer or a task model) as a bert-tf model directory.
-
-    The directory holds `model.keras`, `vocab.txt` and `bert_tf.json`: the casing (inferred
-    from the vocabulary when None), the task (`task_spec_for(model, task, seq_length,
-    settings, text_pair)`: a `TaskSpec`, or a name completed with the others) and any other
-    `metadata` (JSON-serializable). `load_model_directory` reads it back, and every command
-    accepts it. It is written next to `out_dir` first and moved into place at the end, so a
-    failure never leaves a half-written directory, and an existing one is replaced whole.
-
-    Example:
-        >>> save_pretrained(classifier, "sst2_model", vocab_file="vocab.txt", seq_length=128)  # doctest: +SKIP
-        PosixPath('sst2_model')
-    """
-    out = Path(out_dir)
-    encoder = getattr(model, "encoder", model)
-    vocab_file = vocab_file or getattr(encoder, "vocab_file", None)
-    if lower_case is None:
-        lower_case = getattr(encoder, "lower_case", None)
-    if vocab_file is not None:
-        vocabulary = Vocabulary.from_file(vocab_file, lower_case)
-        check_vocabulary_fits(len(vocabulary), encoder.config.vocab_size, vocab_file)
-        lower_case = vocabulary.lower_case
-    spec = task_spec_for(model, task, seq_length, settings, text_pair)
-    contents = {"format_version": FORMAT_VERSION, "lower_case": lower_case, "task": spec.to_metadata(), **metadata}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        # mkdtemp makes the directory private (0700); give it the permissions of a plain mkdir, so that
-        # a server running as another user (TF Serving in Docker) can read the model.
-        staging.chmod(0o777 & ~file_creation_mask())
-        model.save(staging / MODEL_FILE)
-        if vocab_file is not None:
-            shutil.copyfile(vocab_file, staging / "vocab.txt")
-        (staging / METADATA_FILE).write_text(json.dumps(contents, indent=2) + "\n")
-        if out.exists():
-            retired = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-            out.rename(retired / out.name)
-            shutil.rmtree(retired)
-        staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return out
-
-
 def check_vocabulary_fits(vocab_tokens: int, model_vocab_size: int, vocab_file) -> None:
     """Raises if the vocabulary has more tokens than the model has embedding rows (ids would be out of range)."""
     if vocab_tokens > model_vocab_size:
         raise ValueError(f"{vocab_file} has {vocab_tokens:,} tokens, more than the model's vocab_size "
                          f"{model_vocab_size:,}: they do not belong together.")
-
-
-def file_creation_mask() -> int:
-    """This process's file-creation mask (reading it means setting it, so it is set back at once)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask

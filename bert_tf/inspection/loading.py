@@ -18,11 +18,11 @@ import dataclasses
 import logging
 from pathlib import Path
 
-from bert_tf.checkpoints import assign_weights, check_vocabulary_fits, load_model_directory, read_checkpoint
-from bert_tf.checkpoints.pretrained import is_bert_tf_directory
+from bert_tf.checkpoints import assign_weights, check_vocabulary_fits, read_checkpoint
 from bert_tf.config import check_sequence_length
 from bert_tf.inspection.exported_encoder import ExportedEncoder, is_saved_model
 from bert_tf.model import BertModel
+from bert_tf.model_directory import is_bert_tf_directory, load_model_directory
 from bert_tf.pretrainer import BertPretrainer
 from bert_tf.tokenizer import BertTokenizer
 

@@ -29,9 +29,9 @@ from typing import Callable
 import keras
 import tensorflow as tf
 
-from bert_tf.checkpoints import save_pretrained
 from bert_tf.config import BertConfig
 from bert_tf.model import BertModel
+from bert_tf.model_directory import save_pretrained
 from bert_tf.optimization import OptimizerConfig
 from bert_tf.pretrainer import BertPretrainer, loss_denominators
 from bert_tf.training.checkpoint_cadence import CheckpointCadence

@@ -58,7 +58,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from bert_tf.checkpoints.pretrained import load_model_directory
+from bert_tf.model_directory import load_model_directory
 from bert_tf.tasks import ner, squad
 from bert_tf.tasks.classification import text_packer
 from bert_tf.tasks.text_budget import cut_text

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from bert_tf.checkpoints.pretrained import ModelDirectory
 from bert_tf.model import INPUT_NAMES
+from bert_tf.model_directory import ModelDirectory
 from bert_tf.precision import with_precision
 from bert_tf.tasks.classification import classifier_outputs
 from bert_tf.tasks.ner import token_outputs

@@ -60,7 +60,7 @@ from pathlib import Path
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_tf.checkpoints.pretrained import load_model_directory
+from bert_tf.model_directory import load_model_directory
 from serving.export.signatures import ServingSpec, model_info_function, serve_ids_function, serving_spec
 from serving.export.signatures import task_outputs, text_input_specs
 from serving.tflite_runner import TfliteModel
