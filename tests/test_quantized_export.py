@@ -4,6 +4,7 @@ The agreement of the served quantized classifiers with the float32 model (labels
 is in tests/test_paths_agree.py; here: tiny models with random weights.
 """
 
+import re
 import shutil
 
 import numpy as np
@@ -93,3 +94,32 @@ def test_quantize_for_the_wrong_format_is_a_one_line_error(ner_dir, tmp_path, ca
     assert main(["export", "--model", str(ner_dir), "--out", str(out), *argv]) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert message in line and not out.exists()
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("input_word_ids", -1, r"input_word_ids holds -1: token ids must be in \[0, 30\) \(the vocabulary's size\)"),
+    ("input_word_ids", 30, r"input_word_ids holds 30: token ids must be in \[0, 30\)"),
+    ("input_mask", 2, r"input_mask holds 2: mask values must be 0 or 1"),
+    ("input_type_ids", 2, r"input_type_ids holds 2: segment ids must be in \[0, 2\)"),
+])
+def test_every_served_version_refuses_ids_outside_the_vocabulary_alike(ner_dir, tmp_path, name, value, message):
+    """The int8 TFLite version wrapped a negative id into the vocabulary (-1 gave id 30521's logits) where the
+    float32 SavedModel refused it: over gRPC, both refuse bad ids, masks and segment ids before running."""
+    import grpc
+
+    from serving.client.grpc_client import GrpcClient
+    from serving.server.model_server import ModelServer
+
+    export_saved_model(ner_dir, tmp_path, "float32", ids_only=True)
+    export_saved_model(ner_dir, tmp_path, "int8", quantize="int8")
+    ids = {"input_word_ids": np.array([[2, 5, 7, 3]], np.int32), "input_mask": np.ones((1, 4), np.int32),
+           "input_type_ids": np.zeros((1, 4), np.int32)}
+    ids[name][0, 1] = value
+    ids = {key: np.pad(array, [(0, 0), (0, SEQ_LENGTH - 4)]) for key, array in ids.items()}  # the exports' length
+    for kind in ("float32", "int8"):
+        with ModelServer(kind, tmp_path / kind, poll_wait_s=0) as server:
+            client = GrpcClient(f"127.0.0.1:{server.grpc_port}", model_name=kind, retries=0)
+            with pytest.raises(grpc.RpcError) as refused:
+                client.predict(ids)
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, (kind, refused.value.details())
+        assert re.search(message, refused.value.details()), (kind, refused.value.details())

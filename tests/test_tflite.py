@@ -48,7 +48,8 @@ def test_ids_model_matches_the_saved_model(classifier_dir, saved_model, tmp_path
     assert model.signatures["serving_default"]["inputs"] == ["input_mask", "input_type_ids", "input_word_ids"]
     assert model.info == {"task": "classify", "seq_length": SEQ_LENGTH, "lower_case": True, "max_text_bytes": 65536,
                           "quantization": "none",
-                          "vocab_size": len(VOCAB), "label_names": LABELS, "classifier_mode": "single_label"}
+                          "vocab_size": len(VOCAB), "type_vocab_size": 2, "label_names": LABELS,
+                          "classifier_mode": "single_label"}
     ids = {name: value.numpy() for name, value in saved_model.signatures["preprocess"](text=tf.constant(TEXTS)).items()}
     expected = saved_model.signatures["serve_ids"](**{name: tf.constant(value) for name, value in ids.items()})
     outputs = model.run(ids)

@@ -134,7 +134,7 @@ def model_info_function(spec: ServingSpec, extra=dict) -> tf.types.experimental.
     """The `model_info` signature's function: `request` (string [batch]; values ignored) in, the
     recorded settings out, one row per request: `task`, `seq_length`, `max_text_bytes` (each text
     is cut to this many UTF-8 bytes before tokenizing), `quantization`, `lower_case`, `vocab_size`,
-    `label_names` [batch, k] (classify, ner), `classifier_mode` (classify), `multi_label_threshold`
+    `type_vocab_size` (segment ids), `label_names` [batch, k] (classify, ner), `classifier_mode` (classify), `multi_label_threshold`
     (multi-label classifiers), and `extra()`'s values.
 
     It takes an input only because TF Serving's batching (`--enable_batching`) refuses
@@ -150,6 +150,7 @@ def model_info_function(spec: ServingSpec, extra=dict) -> tf.types.experimental.
             "quantization": tf.constant(spec.quantization),
             "lower_case": tf.constant(spec.lower_case),
             "vocab_size": tf.constant(len(spec.vocabulary), tf.int32),
+            "type_vocab_size": tf.constant(getattr(spec.model, "encoder", spec.model).config.type_vocab_size, tf.int32),
             **extra(),
         }
         if spec.label_names:

@@ -8,7 +8,10 @@ A version directory holds a SavedModel (`saved_model.pb`, `variables/`) or a TFL
 Inputs are checked against the signature (names, dtypes, ranks, fixed dimensions, no negative
 dimension, the batch at most `max_batch_size`) before the model runs; `check_inputs` makes the
 same checks on claimed dtypes and shapes, so that the gRPC front end refuses a request before it
-builds any array from it. A bad request is a `ServingError` (INVALID_ARGUMENT, or NOT_FOUND for
+builds any array from it. Token-id inputs are checked by value, the same way for every kind of
+version: `input_word_ids` within the vocabulary and `input_type_ids` within the segment types
+(both from the version's `model_info`), `input_mask` 0 or 1 (a TFLite model would otherwise
+wrap a negative id into the vocabulary). A bad request is a `ServingError` (INVALID_ARGUMENT, or NOT_FOUND for
 an unknown signature), and so is an error the model itself raises (e.g.
 `tf.errors.InvalidArgumentError` for invalid UTF-8), with its message.
 
@@ -74,6 +77,32 @@ class Servable(abc.ABC):
         self.max_batch_size = max_batch_size
         self.signature_defs = get_model_metadata_pb2.SignatureDefMap()
         self.signature_names: frozenset[str] = frozenset()
+        self.value_limits: dict[str, tuple[int, str]] = {}  # input -> (its values' end, what they are); see load
+
+    def read_value_limits(self) -> None:
+        """The values each token-id input may hold (`check_values`): from `model_info` where the export has it."""
+        limits = {"input_mask": (2, "mask values must be 0 or 1")}
+        if "model_info" in self.signature_names:
+            outputs = self.signature_def("model_info").outputs
+            wanted = [name for name in ("vocab_size", "type_vocab_size") if name in outputs]
+            info = self._run("model_info", {"request": np.array([b""], dtype=object)}, wanted)
+            if "vocab_size" in wanted:
+                size = int(np.asarray(info["vocab_size"]).reshape(-1)[0])
+                limits["input_word_ids"] = (size, f"token ids must be in [0, {size}) (the vocabulary's size)")
+            if "type_vocab_size" in wanted:
+                size = int(np.asarray(info["type_vocab_size"]).reshape(-1)[0])
+                limits["input_type_ids"] = (size, f"segment ids must be in [0, {size}) (the model's segment types)")
+        self.value_limits = limits
+
+    def check_values(self, inputs: Mapping[str, np.ndarray]) -> None:
+        """INVALID_ARGUMENT when a token-id input holds a value outside its range (see `read_value_limits`)."""
+        for name, (end, rule) in self.value_limits.items():
+            values = inputs.get(name)
+            if values is None or not np.size(values) or not np.issubdtype(np.asarray(values).dtype, np.integer):
+                continue
+            low, high = int(np.min(values)), int(np.max(values))
+            if low < 0 or high >= end:
+                raise ServingError.invalid_argument(f"{name} holds {low if low < 0 else high}: {rule}.")
 
     @abc.abstractmethod
     def _run(self, name: str, inputs: Mapping[str, np.ndarray], wanted: list[str]) -> Mapping[str, np.ndarray]:
@@ -101,6 +130,7 @@ class Servable(abc.ABC):
                 f"output tensor alias not found in signature: {', '.join(unknown)}; "
                 f"the outputs are {', '.join(sorted(signature.outputs))}."
             )
+        self.check_values(inputs)
         outputs = self._run(name, inputs, wanted)
         return {key: _as_array(outputs[key]) for key in wanted}
 
@@ -155,6 +185,7 @@ class SavedModelServable(Servable):
         self._model = tf.saved_model.load(str(self.path), tags=["serve"])
         self.signature_defs = _read_signature_defs(self.path / SAVED_MODEL_FILE)
         self.signature_names = frozenset(self._model.signatures)
+        self.read_value_limits()
 
     def _run(self, name: str, inputs: Mapping[str, np.ndarray], wanted: list[str]) -> Mapping[str, np.ndarray]:
         specs = self.signature_defs.signature_def[name].inputs
@@ -182,6 +213,7 @@ class TfliteServable(Servable):
         self._lock = threading.Lock()
         self.signature_defs = self._model.signature_defs()
         self.signature_names = frozenset(self._model.signatures)
+        self.read_value_limits()
 
     def _run(self, name: str, inputs: Mapping[str, np.ndarray], wanted: list[str]) -> Mapping[str, np.ndarray]:
         try:  # LiteRT computes every output anyway
