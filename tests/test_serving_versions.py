@@ -205,6 +205,46 @@ def test_a_config_file_serves_several_models_with_their_policies_and_labels(tmp_
         assert served_version(server, "beta", label="canary") == 2
 
 
+def test_an_empty_config_file_is_ignored_and_the_models_keep_serving(tmp_path, saved_versions, caplog):
+    """An editor or a `>` redirection leaves the file empty for a moment: TF Serving takes no action on an empty
+    config; so does `bert-tf serve` (it unloaded every model and answered 404 until a good file came back)."""
+    alpha = model_base(tmp_path, saved_versions, [1], "alpha")
+    config_file = tmp_path / "models.config"
+    config_file.write_text(model_config(alpha=(alpha, "latest {}", {})))
+    with ModelServer(model_config_file=config_file, model_config_poll_wait_s=0.05, poll_wait_s=0.1) as server:
+        config_file.write_text("")
+        wait_for(lambda: "takes no action on an empty config" in caplog.text, what="the empty config logged")
+        time.sleep(0.3)  # several more polls of the empty file
+        assert server.model_names == ["alpha"] and served_version(server, "alpha") == 1
+        assert caplog.text.count("takes no action on an empty config") == 1  # said once, not at every poll
+        config_file.write_text("model_config_list {}")  # a config that lists no model does unload them
+        wait_for(lambda: server.model_names == [], what="the config listing no model applied")
+
+
+def test_a_model_whose_base_path_does_not_exist_yet_is_waited_for(tmp_path, saved_versions, caplog):
+    """As in TF Serving: the other models of the file serve, and the missing one serves once it is exported
+    (the whole file was refused)."""
+    alpha = model_base(tmp_path, saved_versions, [1], "alpha")
+    later = tmp_path / "later"
+    config_file = tmp_path / "models.config"
+    config_file.write_text(model_config(alpha=(alpha, "latest {}", {}), later=(later, "latest {}", {})))
+    with ModelServer(model_config_file=config_file, model_config_poll_wait_s=0.05, poll_wait_s=0.1) as server:
+        assert server.model_names == ["alpha", "later"] and served_version(server, "alpha") == 1
+        assert refused(server, name="later") == grpc.StatusCode.NOT_FOUND
+        assert f"Model 'later' of {config_file}: its base path {later} does not exist yet" in caplog.text
+        later.mkdir()
+        add_version(saved_versions, later, 2)
+
+        def later_serves() -> bool:
+            try:
+                return served_version(server, "later") == 2
+            except grpc.RpcError:  # NOT_FOUND until version 2 is loaded
+                return False
+
+        wait_for(later_serves, what="the new base path served")
+        assert status(server, "later") == {2: "AVAILABLE"}
+
+
 def test_a_label_on_a_version_that_does_not_serve_fails_the_start_unless_allowed(tmp_path, saved_versions):
     beta = model_base(tmp_path, saved_versions, [1, 2], "beta")
     config_file = tmp_path / "models.config"

@@ -85,8 +85,12 @@ def check_model_name(name: str) -> None:
         raise ValueError(f"Invalid model name {name!r}: it must be non-empty, without '/' or ':'.")
 
 
-def read_model_config_file(path: str | Path) -> list[ModelConfig]:
-    """The models of the config file `path`; ValueError (naming the file) if it is not a valid config."""
+def read_model_config_file(path: str | Path) -> list[ModelConfig] | None:
+    """The models of the config file `path`; ValueError (naming the file) if it is not a valid config.
+
+    None for an empty config (no `model_config_list` at all: an empty file, or comments only), on which
+    TensorFlow Serving takes no action; `model_config_list {}` is a config, one that serves no model.
+    """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -98,13 +102,16 @@ def read_model_config_file(path: str | Path) -> list[ModelConfig]:
         raise ValueError(f"{path}: {error}") from None
 
 
-def parse_model_config(text: str, config_dir: Path | None = None) -> list[ModelConfig]:
-    """The models of a text-format `ModelServerConfig`; `config_dir` is where a missing absolute base path is looked for."""
+def parse_model_config(text: str, config_dir: Path | None = None) -> list[ModelConfig] | None:
+    """The models of a text-format `ModelServerConfig` (None if it sets no config); `config_dir` is where a missing
+    absolute base path is looked for."""
     server_config = model_server_config_pb2.ModelServerConfig()
     try:
         text_format.Parse(text, server_config)
     except text_format.ParseError as error:
         raise ValueError(f"not a text-format ModelServerConfig: {error}") from None
+    if server_config.WhichOneof("config") is None:
+        return None
     if server_config.WhichOneof("config") == "custom_model_config":
         raise ValueError("custom_model_config is not supported: list the models in model_config_list.")
     configs, names = [], set()

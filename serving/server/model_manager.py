@@ -32,7 +32,9 @@ Versions (TensorFlow Serving's flags in brackets):
   [`--model_config_file_poll_wait_seconds`; 0: read once]: new models are loaded, removed
   ones unloaded, changed policies and labels applied. A file that does not parse, or a
   label that points at a version that does not serve, is logged and the previous config
-  (its labels) kept; the file is tried again at the next poll.
+  (its labels) kept; the file is tried again at the next poll. An empty file (an editor
+  saving, a `>` redirection) changes nothing, as in TF Serving; a model whose base path
+  does not exist yet is waited for while the others serve.
 
 Differences from TensorFlow Serving: it checks labels before it loads the models, so at
 start it refuses every label unless `--allow_version_labels_for_unavailable_models`; this
@@ -94,13 +96,16 @@ class _Failure:
     end: VersionState  # the state once it is given up: END with the last error
 
 
-def check_base_path(base_path: Path, name: str) -> None:
+def check_base_path(base_path: Path, name: str, missing_ok: bool = False) -> None:
     """Raises FileNotFoundError or ValueError, with what to do, when `base_path` cannot hold versions of a model.
 
     Catches the usual mistakes: a version folder (holding saved_model.pb), a bert-tf model
     directory (not exported), the folder holding the model folders (BASE instead of BASE/NAME).
+    `missing_ok`: a base path that does not exist yet is fine (its versions are waited for).
     """
     if not base_path.is_dir():
+        if missing_ok and not base_path.exists():
+            return
         raise FileNotFoundError(
             f"Model base path not found: {base_path} (expected {base_path}/<version>/{SAVED_MODEL_FILE})."
         )
@@ -167,8 +172,9 @@ class VersionedModel:
         self._poller: threading.Thread | None = None
 
     def start(self) -> None:
-        """Checks the base path (`check_base_path`), loads what the policy picks, then polls in the background."""
-        check_base_path(self.base_path, self.name)
+        """Checks the base path (`check_base_path`; one that does not exist yet is waited for), loads what the
+        policy picks, then polls in the background."""
+        check_base_path(self.base_path, self.name, missing_ok=True)
         self.poll()
         if not self._on_disk:
             waits = "waiting for" if self.poll_wait_s > 0 else "polling is off, so restart the server after writing"
@@ -396,7 +402,9 @@ class ModelManager:
     def start(self) -> None:
         """Loads every model; raises FileNotFoundError or ValueError for a bad config, base path or label."""
         if self.config_file is not None:
-            self._configs = read_model_config_file(self.config_file)
+            self._configs = read_model_config_file(self.config_file) or []
+            if not self._configs:
+                logger.warning("%s lists no model yet: serving none until it does.", self.config_file)
         try:
             self._apply(self._configs)
         except BaseException:
@@ -420,6 +428,13 @@ class ModelManager:
         """Re-reads the config file and applies it if it changed; a bad one is logged (once) and the old one kept."""
         try:
             configs = read_model_config_file(self.config_file)
+            if configs is None:
+                message = (f"{self.config_file} is empty: TF Serving takes no action on an empty config, nor does this "
+                           f"server (still serving {', '.join(self._models) or 'no model'}).")
+                if message != self._last_config_error:
+                    logger.warning(message)
+                    self._last_config_error = message
+                return
             if configs != self._configs:
                 self._apply(configs)
                 self._configs = configs
@@ -490,17 +505,18 @@ class ModelManager:
                 self._models = models
 
     def _check_base_path(self, config: ModelConfig) -> None:
+        """Refuses a base path that cannot hold versions; a config file's base path that does not exist yet is
+        waited for, as TF Serving does (with a warning saying where to export), the others serving meanwhile."""
         try:
             check_base_path(config.base_path, config.name)
         except FileNotFoundError:
             if self.config_file is None:
                 raise
             here = beside_config(config.base_path, self.config_file.resolve().parent)
-            raise FileNotFoundError(
-                f"Model {config.name!r} of {self.config_file}: its base path {config.base_path} does not exist, nor "
-                f"{here} beside the config file; export it there with bert-tf export --model DIR --out {here.parent} "
-                f"--name {here.name}."
-            ) from None
+            logger.warning(
+                "Model %r of %s: its base path %s does not exist yet (nor %s beside the config file): waiting for "
+                "it; export it with bert-tf export --model DIR --out %s --name %s.",
+                config.name, self.config_file, config.base_path, here, config.base_path.parent, config.base_path.name)
 
     def _checked_labels(self, config: ModelConfig, model: VersionedModel) -> dict[str, int]:
         for label, version in config.labels:
