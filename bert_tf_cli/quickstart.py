@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import shlex
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Callable
@@ -164,7 +165,7 @@ def run_quickstart(config: QuickstartConfig) -> list[StageResult]:
     state: dict = {}
     results = []
     for number, (name, stage) in enumerate(STAGES, start=1):
-        print(f"\n== Stage {number}/{len(STAGES) + 1}: {name} ==", flush=True)
+        print(f"\n== Stage {number}/{len(STAGES)}: {name} ==", flush=True)
         started = time.perf_counter()
         try:
             metric, passed = stage(config, out, state), True
@@ -174,12 +175,15 @@ def run_quickstart(config: QuickstartConfig) -> list[StageResult]:
         print(f"   {'done' if passed else 'failed'} in {results[-1].seconds:.0f} s: {metric}", flush=True)
         if not passed:
             break
-    print(f"\n== Stage {len(STAGES) + 1}/{len(STAGES) + 1}: Summary ==")
+    print("\n== Summary ==")
     print(summary_table(results))
     print(f"\nArtefacts in {out.resolve()}: vocab.txt, pretrain/ (checkpoints, TensorBoard logs, model/), "
           "classifier/, serving/demo/<version>/ (SavedModel), classifier.tflite")
     if "classifier" in state:
         print(f"\nNext steps:\n{next_steps(config, Path(state['classifier']))}")
+        if shutil.which("bert-tf") is None:  # e.g. run as .venv/bin/bert-tf by `make demo`
+            where = Path(sys.executable).parent
+            print(f"\n`bert-tf` is in {where}: run `source {where / 'activate'}` first, or {where / 'bert-tf'} ...")
     return results
 
 

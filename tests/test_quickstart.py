@@ -1,5 +1,9 @@
 """`bert-tf quickstart` on a reduced setting: every stage runs and passes."""
 
+import shutil
+import sys
+from pathlib import Path
+
 from bert_tf_cli import main
 from bert_tf_cli.quickstart import STAGES
 
@@ -11,11 +15,18 @@ def assert_every_stage_passed(output):
         assert "| passed |" in row, row
 
 
-def test_quickstart_runs_every_stage_and_again_in_the_same_directory(tmp_path, capsys):
+def test_quickstart_runs_every_stage_and_again_in_the_same_directory(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)  # `bert-tf` not on PATH, as after `make demo`
     assert main(["quickstart", "--fast", "--out", str(tmp_path)]) == 0
     output = capsys.readouterr().out
     assert_every_stage_passed(output)
     assert "gRPC" in output
+    # The stage headings count the stages README lists; the next steps say where `bert-tf` is.
+    assert [line for line in output.splitlines() if line.startswith("== ")] == [
+        f"== Stage {number}/{len(STAGES)}: {name} ==" for number, (name, _) in enumerate(STAGES, start=1)] + [
+        "== Summary =="]
+    where = Path(sys.executable).parent
+    assert f"`bert-tf` is in {where}: run `source {where / 'activate'}` first, or {where / 'bert-tf'} ..." in output
     for artefact in ("vocab.txt", "pretrain/model/model.keras", "classifier/model.keras", "serving/demo/1/saved_model.pb",
                      "classifier.tflite"):
         assert (tmp_path / artefact).is_file(), artefact
