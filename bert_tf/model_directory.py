@@ -108,7 +108,12 @@ def load_model_directory(path: str | Path) -> ModelDirectory:
     import keras
 
     directory = resolve_model_directory(path)
-    model = keras.saving.load_model(directory / MODEL_FILE, safe_mode=True)
+    try:
+        model = keras.saving.load_model(directory / MODEL_FILE, safe_mode=True)
+    except Exception as error:  # an untrusted file: whatever Keras makes of it is one line, never a traceback
+        reason = str(error).strip().split("\n")[0].split(". ")[0]
+        raise ValueError(f"{directory / MODEL_FILE} was refused: it is not a model bert-tf wrote, or it asks to run "
+                         f"code, which safe mode never does ({type(error).__name__}: {reason[:200]}).") from None
     metadata_file = directory / METADATA_FILE
     try:
         metadata = json.loads(metadata_file.read_text()) if metadata_file.is_file() else {}

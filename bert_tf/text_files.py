@@ -1,4 +1,5 @@
-"""Text files that must be UTF-8: where one is not, said in one line that names the file, line and byte.
+"""Text files that must be UTF-8: where one is not, said in one line that names the file, line and byte;
+and where a path names no file (`existing_file`), said before anything else is loaded.
 
 The readers of data files (vocabularies, classification, CoNLL and SQuAD files) read through
 `utf8_lines`, or catch the `UnicodeDecodeError` of a file that is not UTF-8 (a Latin-1 or
@@ -59,3 +60,13 @@ def utf8_lines(path: str | Path, newline: str | None = None) -> Iterator[str]:
             yield from file
         except UnicodeDecodeError:
             raise not_utf8_error(path) from None
+
+
+def existing_file(path: str | Path, what: str = "Data file", flag: str = "--data") -> Path:
+    """`path`, if it is a file; else FileNotFoundError, or IsADirectoryError for a folder, each in one line."""
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path} is a folder: name the {what.lower()} in it ({flag}).")
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} not found: {path}")
+    return path

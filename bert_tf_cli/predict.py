@@ -74,6 +74,7 @@ def make_predictor(args):
 
 def predict_with(predictor, args) -> tuple[str, list]:
     """(task name, results) of a `Predictor` (or anything with its methods) for the texts or questions in `args`."""
+    check_utf8([*(args.texts or []), *(args.pair or []), *(args.question or []), *(args.context or [])])
     if predictor.task_name == "squad":
         if args.texts or not args.question or not args.context:
             raise ValueError("A SQuAD model answers --question QUESTION --context CONTEXT (no positional texts).")
@@ -81,6 +82,16 @@ def predict_with(predictor, args) -> tuple[str, list]:
     if not args.texts:
         raise ValueError("Give one or more texts to predict, or --input FILE.")
     return predictor.task_name, predictor.predict_texts(args.texts, args.pair)
+
+
+def check_utf8(texts: list[str]) -> None:
+    """ValueError for a command-line text holding bytes that are not UTF-8 (Python passes each as a lone surrogate);
+    texts are numbered in the order given: the texts, then --pair, --question, --context."""
+    for number, text in enumerate(texts, start=1):
+        bad = next((index for index, character in enumerate(text) if "\udc80" <= character <= "\udcff"), None)
+        if bad is not None:
+            raise ValueError(f"text {number} is not UTF-8 (byte 0x{ord(text[bad]) - 0xdc00:02x} at character {bad + 1}): "
+                             "set a UTF-8 locale or pass the texts in a UTF-8 file (--input).")
 
 
 def read_examples(lines: Iterable[str], name: str, task: str, input_format: str = "auto") -> Iterator[dict]:

@@ -38,7 +38,7 @@ import tensorflow as tf
 
 from bert_tf.tasks.classification import text_packer
 from bert_tf.tasks.spec import TaskSpec
-from bert_tf.text_files import utf8_lines
+from bert_tf.text_files import existing_file, utf8_lines
 from bert_tf.tokenizer import BertTokenizer
 
 # (text, text pair, label) column names, in the order they are tried.
@@ -78,11 +78,15 @@ class ClassificationExamples:
 
 
 def file_format(path: str | Path) -> str:
-    """"tsv", "csv" or "jsonl", from the file name's suffix."""
+    """"tsv", "csv" or "jsonl", from the file name's suffix; a file of another name whose first line holds a tab is
+    tab-separated (the MSR paraphrase corpus ships as .txt)."""
     suffix = Path(path).suffix.lower()
-    if suffix not in FORMATS:
-        raise ValueError(f"{path}: unknown file type {suffix!r}; use one of {sorted(FORMATS)}.")
-    return FORMATS[suffix]
+    if suffix in FORMATS:
+        return FORMATS[suffix]
+    with open(path, "rb") as file:
+        if b"\t" in file.readline():
+            return "tsv"
+    raise ValueError(f"{path}: unknown file type {suffix!r} and no tab in its first line; use one of {sorted(FORMATS)}.")
 
 
 def _delimited_rows(path: Path, delimiter: str, quoting: int) -> Iterator[tuple[int, dict]]:
@@ -129,9 +133,7 @@ def _json_rows(path: Path) -> Iterator[tuple[int, dict]]:
 
 def read_rows(path: str | Path) -> Iterator[tuple[int, dict]]:
     """The file's column names first (as `(line, names)`), then `(line number, {column: value})` per example."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"Data file not found: {path}")
+    path = existing_file(path)
     kind = file_format(path)
     if kind == "tsv":
         return _delimited_rows(path, "\t", csv.QUOTE_NONE)

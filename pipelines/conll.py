@@ -27,7 +27,7 @@ import dataclasses
 from pathlib import Path
 from typing import Sequence
 
-from bert_tf.text_files import utf8_lines
+from bert_tf.text_files import existing_file, utf8_lines
 
 DOCSTART = "-DOCSTART-"
 
@@ -57,9 +57,7 @@ def read_conll(path: str | Path, need_tags: bool = True) -> list[Sentence]:
     Without `need_tags`, a line with one column is a word without a tag (the sentence's
     tags are then None), e.g. a file of words to tag.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"Data file not found: {path}")
+    path = existing_file(path)
     sentences: list[Sentence] = []
     words, tags, lines = [], [], []
 

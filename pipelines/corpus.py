@@ -87,6 +87,10 @@ def prepare_corpus(
                 logger.warning("%s: %d bytes were not valid %s; written as U+FFFD.", source, replaced, encoding)
             text, boilerplate_removed = strip_gutenberg_boilerplate(text)
             sentences = [s for paragraph in unwrap_paragraphs(text) for s in split_sentences(paragraph)]
+            if not sentences:
+                logger.warning("%s holds no text: nothing was written for it.", source)
+                bar.update(source.stat().st_size)
+                continue
             output = out_dir / f"{source.stem}.txt"
             output.write_text("".join(f"{s}\n" for s in sentences) + "\n", encoding="utf-8")
             reports.append(PreparedFile(source, output, len(sentences), replaced, boilerplate_removed))

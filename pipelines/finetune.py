@@ -37,6 +37,7 @@ import bert_tf
 from bert_tf.checkpoints import check_vocabulary_fits
 from bert_tf.checkpoints.pretrained import presets_home
 from bert_tf.optimization import create_optimizer
+from bert_tf.text_files import existing_file
 from bert_tf.tokenizer import BertTokenizer
 from bert_tf.training.progress import TextProgressCallback, is_terminal
 from bert_tf.vocabulary import read_vocab_file, resolve_lower_case
@@ -156,6 +157,9 @@ def training_data(config: FinetuneConfig, tokenizer: BertTokenizer) -> TrainingD
 def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
     """Fine-tunes `config.init` on `config.train_file` and writes the model to `config.output_dir`."""
     out = _check_output_dir(config)
+    existing_file(config.train_file, "Training file", "--train")  # before the encoder loads
+    if config.dev_file:
+        existing_file(config.dev_file, "Dev file", "--dev")
     keras.utils.set_random_seed(config.seed)
     encoder, vocab_file, lower_case = load_encoder(config)
     tokenizer = BertTokenizer(vocab_file, lower_case)
@@ -245,6 +249,7 @@ def _fit(model, batches, config: FinetuneConfig, class_weight, dev_scores: DevSc
 
 def evaluate(model_dir, data_file, batch_size: int = 32, progress: bool = True) -> tuple[FinetuneTask, dict]:
     """Scores a fine-tuned model directory on a labelled data file: `(task, scores)`."""
+    existing_file(data_file)  # before the model loads (seconds)
     directory = bert_tf.load_model_directory(model_dir)
     task = task_from_directory(directory)
     data = task.prepare(task.read(data_file), training=False)

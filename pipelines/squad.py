@@ -19,7 +19,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from bert_tf.text_files import not_utf8_error
+from bert_tf.text_files import existing_file, not_utf8_error
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,9 +69,7 @@ def read_squad(path: str | Path, need_answers: bool = True) -> list[SquadExample
     `need_answers`: every answerable question must have at least one answer (training and
     evaluation data).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"Data file not found: {path}")
+    path = existing_file(path)
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
