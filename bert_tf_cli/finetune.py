@@ -1,5 +1,7 @@
 """`bert-tf finetune`: fine-tune a checkpoint (or a random start) on classification, NER or SQuAD data."""
 
+from bert_tf_cli.config_defaults import dataclass_defaults
+
 # pipelines.finetune_config.TASKS, which imports TensorFlow (tests/test_cli_startup.py checks they agree).
 TASKS = ("classify", "ner", "squad")
 
@@ -18,6 +20,7 @@ _OPTIONAL_FIELDS = {
 
 
 def register(commands) -> None:
+    default = dataclass_defaults("pipelines/finetune_config.py", "FinetuneConfig")
     parser = commands.add_parser(
         "finetune", help="fine-tune on classification (CSV/TSV/JSONL), NER (CoNLL) or SQuAD data",
         description="Fine-tune BERT with Keras fit: AdamW, 10% warm-up then linear decay, the dev file scored after "
@@ -33,14 +36,17 @@ def register(commands) -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace a non-empty output directory")
     parser.add_argument("--cased", action="store_true", default=None, help="the vocabulary is cased")
     parser.add_argument("--uncased", dest="cased", action="store_false", default=None, help="the vocabulary is uncased")
-    parser.add_argument("--epochs", type=int)
-    parser.add_argument("--batch-size", type=int)
-    parser.add_argument("--learning-rate", type=float, help="peak learning rate")
-    parser.add_argument("--warmup-proportion", type=float)
-    parser.add_argument("--weight-decay", type=float)
-    parser.add_argument("--dropout", type=float, help="dropout of the head")
+    parser.add_argument("--epochs", type=int, help=f"(default: {default['epochs']})")
+    parser.add_argument("--batch-size", type=int, help=f"(default: {default['batch_size']})")
+    parser.add_argument("--learning-rate", type=float,
+                        help=f"peak learning rate (default: {default['learning_rate']:g}; see README for BERT-base)")
+    parser.add_argument("--warmup-proportion", type=float,
+                        help=f"share of the steps spent warming up (default: {default['warmup_proportion']})")
+    parser.add_argument("--weight-decay", type=float,
+                        help=f"AdamW's weight decay, not on biases and LayerNorms (default: {default['weight_decay']})")
+    parser.add_argument("--dropout", type=float, help=f"dropout of the head (default: {default['dropout']})")
     parser.add_argument("--seq-length", type=int, help="tokens per example (default: 128; squad 384)")
-    parser.add_argument("--seed", type=int)
+    parser.add_argument("--seed", type=int, help=f"head weights, data order, dropout (default: {default['seed']})")
     parser.add_argument("--early-stopping", type=int, metavar="PATIENCE",
                         help="stop after PATIENCE epochs without a better dev score")
     parser.add_argument("--last-epoch", action="store_true", help="keep the last epoch, not the best on dev")

@@ -26,6 +26,20 @@ def test_help_imports_no_tensorflow():
     assert result.stdout.splitlines()[-1] == "[]", result.stderr
 
 
+def test_finetune_help_shows_the_defaults_finetune_config_has(capsys):
+    from pipelines.finetune_config import FinetuneConfig
+
+    with pytest.raises(SystemExit):
+        main(["finetune", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    defaults = FinetuneConfig(task="classify", train_file="t", output_dir="o", init="i")
+    for flag, value in (("--epochs", defaults.epochs), ("--batch-size", defaults.batch_size),
+                        ("--learning-rate", f"{defaults.learning_rate:g}"),
+                        ("--warmup-proportion", defaults.warmup_proportion), ("--weight-decay", defaults.weight_decay),
+                        ("--dropout", defaults.dropout), ("--seed", defaults.seed)):
+        assert re.search(rf"{flag} \S+ [^-]*\(default: {re.escape(str(value))}[;)]", help_text), flag
+
+
 def test_version(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["--version"])
