@@ -20,7 +20,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from bert_tf.model_directory import file_creation_mask
+from bert_tf.file_modes import file_creation_mask
 
 BENCHMARKS_DIR = Path(__file__).resolve().parent
 RESULTS_MD = BENCHMARKS_DIR / "RESULTS.md"

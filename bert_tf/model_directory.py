@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
 from bert_tf.checkpoints.contents import CheckpointContents
 from bert_tf.checkpoints.pretrained import check_vocabulary_fits, register_format
+from bert_tf.file_modes import readable_as_umask_allows
 from bert_tf.tasks.spec import DEFAULT_SEQ_LENGTH, TaskSpec
 from bert_tf.vocabulary import Vocabulary
 
@@ -231,7 +231,7 @@ def save_pretrained(model, out_dir: str | Path, vocab_file=None, lower_case: boo
     try:
         # mkdtemp makes the directory private (0700); give it the permissions of a plain mkdir, so that
         # a server running as another user (TF Serving in Docker) can read the model.
-        staging.chmod(0o777 & ~file_creation_mask())
+        readable_as_umask_allows(staging)
         model.save(staging / MODEL_FILE)
         if vocab_file is not None:
             shutil.copyfile(vocab_file, staging / "vocab.txt")
@@ -245,13 +245,6 @@ def save_pretrained(model, out_dir: str | Path, vocab_file=None, lower_case: boo
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return out
-
-
-def file_creation_mask() -> int:
-    """This process's file-creation mask (reading it means setting it, so it is set back at once)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def is_bert_tf_checkpoint(path: Path) -> bool:

@@ -16,15 +16,29 @@ def register(commands) -> None:
     parser.set_defaults(run=run)
 
 
+MLM_HEAD, NSP_HEAD = "cls/predictions/", "cls/seq_relationship/"
+
+
 def run(args) -> None:
     import bert_tf
 
     out = Path(args.to)
     if out.exists() and any(out.iterdir()) and not args.overwrite:
         raise ValueError(f"{out} exists and is not empty; pass --overwrite to replace its files.")
-    model = bert_tf.from_pretrained(args.source)
+    contents = bert_tf.read_checkpoint(args.source)
+    heads = [prefix for prefix in (MLM_HEAD, NSP_HEAD) if contents.head_weights(prefix)]
+    if heads == [MLM_HEAD, NSP_HEAD]:  # a pre-training checkpoint: kept whole, so that fill-mask works on it
+        model = bert_tf.BertPretrainer.from_pretrained(args.source)
+        encoder, kept = model.encoder, " with its pre-training heads (masked LM, next sentence)"
+    else:
+        model = encoder = bert_tf.from_pretrained(args.source)
+        kept = ""
+        if heads:
+            print(f"Dropped the {'masked-LM' if heads == [MLM_HEAD] else 'next-sentence'} head ({heads[0]}*): without "
+                  f"the {'next-sentence' if heads == [MLM_HEAD] else 'masked-LM'} head "
+                  f"({NSP_HEAD if heads == [MLM_HEAD] else MLM_HEAD}*) bert-tf keeps the encoder only.")
     if args.format == "hf":
-        bert_tf.write_hf_directory(model, out, vocab_file=model.vocab_file, lower_case=model.lower_case)
+        bert_tf.write_hf_directory(model, out, vocab_file=encoder.vocab_file, lower_case=encoder.lower_case)
     else:
         bert_tf.save_pretrained(model, out)
-    print(f"Wrote {args.format} model ({model.count_params():,} parameters) to {out}")
+    print(f"Wrote {args.format} model{kept} ({model.count_params():,} parameters) to {out}")

@@ -80,3 +80,64 @@ def test_convert_refuses_a_pickle_that_would_run_code_in_one_line(tmp_path):
     assert result.stderr.startswith(f"bert-tf convert: error: {source / 'pytorch_model.bin'} was refused: it is not a "
                                     "pickle of tensors only (unpickling it could run code from the file)")
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+@pytest.fixture(scope="module")
+def pretraining_source(tmp_path_factory):
+    """A transformers BertForPreTraining folder (both heads), with a vocabulary."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    directory = tmp_path_factory.mktemp("pretraining")
+    torch.manual_seed(0)
+    settings = {key: value for key, value in CONFIG.to_hf_dict().items() if key != "architectures"}
+    transformers.BertForPreTraining(transformers.BertConfig(**settings)).save_pretrained(directory)
+    (directory / "vocab.txt").write_text("".join(f"{token}\n" for token in
+                                                 ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *map(str, range(55))]))
+    return directory
+
+
+def test_convert_keeps_the_pretraining_heads_and_hf_writes_them_back(tmp_path, pretraining_source):
+    """`convert` of a BertForPreTraining folder kept the encoder only, so fill-mask on the result failed; its Hugging
+    Face output named no head in `architectures` and was readable by its owner only (0600)."""
+    import os
+
+    import torch
+    import transformers
+
+    result = run_cli("convert", "--from", pretraining_source, "--to", tmp_path / "keras")
+    assert result.returncode == 0, result.stderr
+    assert "with its pre-training heads (masked LM, next sentence)" in result.stdout
+    assert isinstance(bert_tf.load_model_directory(tmp_path / "keras").model, bert_tf.BertPretrainer)
+    filled = run_cli("fill-mask", "--model", tmp_path / "keras", "7 [MASK] 9")
+    assert filled.returncode == 0, filled.stderr
+
+    os.umask(0o022)
+    result = run_cli("convert", "--from", tmp_path / "keras", "--to", tmp_path / "hf", "--format", "hf")
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "hf" / "config.json").read_text())["architectures"] == ["BertForPreTraining"]
+    assert oct((tmp_path / "hf" / "model.safetensors").stat().st_mode & 0o777) == oct(0o644)
+    ids = torch.tensor([[2, 7, 4, 9, 3]])
+    with torch.no_grad():
+        source = transformers.BertForPreTraining.from_pretrained(pretraining_source).eval()(input_ids=ids)
+        round_trip = transformers.BertForPreTraining.from_pretrained(tmp_path / "hf").eval()(input_ids=ids)
+    np.testing.assert_allclose(round_trip.prediction_logits.numpy(), source.prediction_logits.numpy(), atol=1e-5)
+    np.testing.assert_allclose(round_trip.seq_relationship_logits.numpy(), source.seq_relationship_logits.numpy(),
+                               atol=1e-5)
+
+
+def test_convert_of_an_encoder_says_which_heads_it_drops(tmp_path, pretraining_source):
+    """A masked-LM head without its next-sentence partner cannot make a `BertPretrainer`: said, not silent."""
+    import shutil
+
+    from safetensors.numpy import load_file, save_file
+
+    masked_lm_only = tmp_path / "masked_lm"
+    shutil.copytree(pretraining_source, masked_lm_only)
+    tensors = {name: value for name, value in load_file(masked_lm_only / "model.safetensors").items()
+               if not name.startswith("cls.seq_relationship")}
+    save_file(tensors, masked_lm_only / "model.safetensors", metadata={"format": "pt"})
+    result = run_cli("convert", "--from", masked_lm_only, "--to", tmp_path / "keras")
+    assert result.returncode == 0, result.stderr
+    assert ("Dropped the masked-LM head (cls/predictions/*): without the next-sentence head (cls/seq_relationship/*) "
+            "bert-tf keeps the encoder only") in result.stdout
+    assert isinstance(bert_tf.load_model_directory(tmp_path / "keras").model, BertModel)

@@ -19,6 +19,7 @@ import numpy as np
 
 from bert_tf.checkpoints.contents import CheckpointContents
 from bert_tf.config import BertConfig
+from bert_tf.file_modes import readable_as_umask_allows
 
 _SPECIAL_NAMES = {
     "cls.predictions.bias": "cls/predictions/output_bias",
@@ -143,7 +144,8 @@ def read_hf_directory(path: str | Path) -> CheckpointContents:
 
 def write_hf_directory(model, out_dir: str | Path, vocab_file: str | Path | None = None,
                        lower_case: bool | None = None) -> Path:
-    """Writes a `BertModel` as a Hugging Face directory that `transformers.BertModel.from_pretrained` reads.
+    """Writes a `BertModel` (or a `BertPretrainer`, with both heads) as a Hugging Face directory that
+    `transformers.BertModel` (`BertForPreTraining`) `.from_pretrained` reads; its files as the umask allows.
 
     Example:
         >>> write_hf_directory(model, "exported/")          # doctest: +SKIP
@@ -151,14 +153,20 @@ def write_hf_directory(model, out_dir: str | Path, vocab_file: str | Path | None
     """
     from safetensors.numpy import save_file
 
+    encoder = getattr(model, "encoder", model)  # a pretrainer's encoder is `bert.` in BertForPreTraining
+    prefix = "" if encoder is model else "bert."
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tensors = {}
     for google_name, variable in model.google_weights().items():
         value = np.asarray(variable.numpy(), dtype=np.float32)
-        tensors[google_to_hf_name(google_name)] = np.ascontiguousarray(value.T if _is_transposed(google_name) else value)
+        name = google_to_hf_name(google_name)
+        tensors[name if google_name.startswith("cls/") else prefix + name] = np.ascontiguousarray(
+            value.T if _is_transposed(google_name) else value)
     save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
-    model.config.write_json(out / "config.json", style="hf")
+    readable_as_umask_allows(out / "model.safetensors")  # save_file writes it owner-only
+    config = {**encoder.config.to_hf_dict(), "architectures": ["BertForPreTraining" if prefix else "BertModel"]}
+    (out / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if vocab_file is not None:
         shutil.copyfile(vocab_file, out / "vocab.txt")
     if lower_case is not None:
