@@ -39,9 +39,11 @@ import numpy as np
 import tensorflow as tf
 
 from serving.classification import make_example
+from serving.protocol import input_names_message
 
 B64_KEY = "b64"
 BYTES_SUFFIX = "_bytes"
+NO_EXAMPLES = "No examples: send at least one in 'instances' or 'inputs'."
 
 
 # ----- predict, server side ----------------------------------------------------
@@ -66,6 +68,8 @@ def decode_predict_request(
     names = sorted(input_dtypes)
     if not names:
         raise ValueError("The signature takes no inputs.")
+    if body.get("inputs", body.get("instances")) == []:
+        raise ValueError(NO_EXAMPLES)
     if "inputs" in body:
         value = body["inputs"]
         if not _is_named(value):
@@ -77,8 +81,8 @@ def decode_predict_request(
         _check_names(value, names, "'inputs' object")
         return {name: to_array(value[name], input_dtypes[name], name) for name in names}, False
     instances = body["instances"]
-    if not isinstance(instances, list) or not instances:
-        raise ValueError("'instances' must be a non-empty list.")
+    if not isinstance(instances, list):
+        raise ValueError("'instances' must be a list.")
     named = _is_named(instances[0])
     if not named and len(names) > 1:
         raise ValueError(
@@ -290,9 +294,6 @@ def _b64_decode(text: str) -> bytes:
 
 
 def _check_names(value: Mapping[str, Any], names: list[str], where: str) -> None:
-    missing, unknown = set(names) - set(value), set(value) - set(names)
-    if missing or unknown:
-        raise ValueError(
-            f"{where}: missing input(s) {sorted(missing)}, unknown input(s) {sorted(unknown)}; "
-            f"the signature takes {', '.join(names)}."
-        )
+    if set(value) != set(names):
+        raise ValueError(f"{where}: {input_names_message(value, names)}; the signature takes "
+                         f"{', '.join(repr(name) for name in names)}.")

@@ -123,3 +123,26 @@ def test_every_served_version_refuses_ids_outside_the_vocabulary_alike(ner_dir, 
                 client.predict(ids)
         assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, (kind, refused.value.details())
         assert re.search(message, refused.value.details()), (kind, refused.value.details())
+
+
+def test_serve_says_which_versions_of_which_models_it_serves_and_in_what_precision(ner_dir, tmp_path, caplog):
+    import logging
+
+    from serving.server.model_server import ModelServer
+    from serving.server.servable import one_line
+
+    export_saved_model(ner_dir, tmp_path, "ner", version=1)
+    export_saved_model(ner_dir, tmp_path, "ner", version=2, quantize="bf16")
+    export_saved_model(ner_dir, tmp_path, "ner", version=3, quantize="int8")
+    config_file = tmp_path / "models.config"
+    config_file.write_text(f'model_config_list {{ config {{ name: "ner" base_path: "{tmp_path / "ner"}" '
+                           'model_platform: "tensorflow" model_version_policy { all {} } } }')
+    with caplog.at_level(logging.INFO, logger="serving"):
+        with ModelServer(model_config_file=config_file, poll_wait_s=0):
+            pass
+    assert "Model 'ner' serves version 3 (int8 TFLite), 2 (bf16 SavedModel), 1 (float32 SavedModel)." in caplog.text
+    assert "Serving model 'ner': version 3 (int8 TFLite), 2 (bf16 SavedModel), 1 (float32 SavedModel); gRPC on" \
+        in caplog.text
+    # LiteRT writes its error lines without a break between them.
+    assert one_line(RuntimeError("gather index out of boundsNode number 2 (GATHER) failed to invoke.")) == \
+        "gather index out of bounds. Node number 2 (GATHER) failed to invoke."

@@ -254,6 +254,7 @@ BAD_REST = {
     "no instances or inputs": (f"/v1/models/{NAME}:predict", {"signature_name": "serving_default"}, 400),
     "both instances and inputs": (f"/v1/models/{NAME}:predict", {"instances": ["a"], "inputs": ["a"]}, 400),
     "empty instances": (f"/v1/models/{NAME}:predict", {"instances": []}, 400),
+    "empty inputs": (f"/v1/models/{NAME}:predict", {"inputs": []}, 400),
     "wrong type": (f"/v1/models/{NAME}:predict", {"instances": [1, 2]}, 400),
     "bad base64": (f"/v1/models/{NAME}:predict", {"instances": [{"b64": "%%%"}]}, 400),
     "non-UTF-8 bytes": (f"/v1/models/{NAME}:predict", {"instances": [{"b64": "//4="}]}, 400),
@@ -280,6 +281,22 @@ def test_bad_rest_request_gets_its_status_and_server_keeps_serving(case, server,
     assert answer["error"]
     assert http(server, f"/v1/models/{NAME}:predict", {"instances": ["still here"]})[0] == 200
     assert_serving(predictions, demo_signatures)
+
+
+def test_misnamed_inputs_are_named_with_the_ones_expected(server, predictions):
+    """The messages said "missing input(s) [], unknown input(s) ['text_b']" (REST) and "1!=1 len({txt}) !=
+    len({text})" (gRPC); empty 'instances' and empty 'inputs' were answered differently (400 and 200)."""
+    status, answer = http(server, f"/v1/models/{NAME}:predict", {"inputs": {"text": ["a"], "text_b": ["b"]}})
+    assert (status, answer["error"]) == (400, "'inputs' object: unknown input 'text_b'; the signature takes 'text'.")
+    status, answer = http(server, f"/v1/models/{NAME}:predict", {"instances": [{"txt": "a"}]})
+    assert (status, answer["error"]) == (400, "item 0 of 'instances': unknown input 'txt', missing input 'text'; "
+                                              "the signature takes 'text'.")
+    with pytest.raises(grpc.RpcError) as raised:
+        predictions.Predict(predict_request({"txt": text_array(["a"])}), timeout=20)
+    assert raised.value.details() == ("Signature serving_default: unknown input 'txt', missing input 'text'; it "
+                                      "takes 'text'.")
+    answers = [http(server, f"/v1/models/{NAME}:predict", {key: []}) for key in ("instances", "inputs")]
+    assert answers[0] == answers[1] == (400, {"error": "No examples: send at least one in 'instances' or 'inputs'."})
 
 
 def test_busy_port_and_missing_base_path_are_clear_errors(server, demo_model_dir, tmp_path):

@@ -319,3 +319,19 @@ def test_serve_flags_have_tensorflow_serving_names_and_defaults():
     assert (args.model_config_file, args.max_num_load_retries, args.allow_version_labels_for_unavailable_models) == (
         "/c/models.config", 0, True)
     assert parser.parse_args(["--allow_version_labels_for_unavailable_models"]).allow_version_labels_for_unavailable_models
+
+
+def test_version_folders_that_cannot_be_folders_are_logged_once(tmp_path, saved_versions, caplog):
+    """A version named like a number but a symlink loop, a FIFO or a file is skipped, and said (it was silent)."""
+    import os
+
+    base = model_base(tmp_path, saved_versions, [1])
+    (base / "2").symlink_to(base / "2")
+    os.mkfifo(base / "3")
+    (base / "4").write_text("not a version")
+    with ModelServer(NAME, base, poll_wait_s=0.05) as server:
+        time.sleep(0.3)  # several polls
+        assert served_version(server) == 1
+    for number, what in ((2, "a symlink loop"), (3, "a FIFO"), (4, "a file")):
+        message = f"{base / str(number)} is {what}, not a version folder: skipped"
+        assert caplog.text.count(message) == 1, (message, caplog.text)

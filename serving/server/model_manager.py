@@ -141,6 +141,29 @@ def _versions_in(base_path: Path) -> set[int]:
     }
 
 
+def _not_version_folders(base_path: Path) -> dict[Path, str]:
+    """Entries of `base_path` named like versions (digits) that cannot be version folders, with what each is."""
+    try:
+        children = [child for child in base_path.iterdir() if child.name.isascii() and child.name.isdigit()]
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    odd = {}
+    for child in children:
+        if child.is_symlink() and not child.exists():
+            try:
+                child.resolve(strict=True)
+                odd[child] = "a broken symlink"
+            except RuntimeError:  # Python's "Symlink loop"
+                odd[child] = "a symlink loop"
+            except OSError as error:
+                odd[child] = "a symlink loop" if "loop" in str(error).lower() else "a broken symlink"
+        elif child.is_fifo():
+            odd[child] = "a FIFO"
+        elif not child.is_dir():
+            odd[child] = "a file"
+    return odd
+
+
 class VersionedModel:
     """Model `config.name`: its versions under `config.base_path`, served by `config.policy` (see the module docstring).
 
@@ -165,6 +188,7 @@ class VersionedModel:
         self._states: dict[int, VersionState] = {}
         self._failures: dict[int, _Failure] = {}
         self._on_disk: set[int] = set()
+        self._reported_entries: set[Path] = set()  # odd entries of the base path already logged
         self._lock = threading.Lock()  # guards _servables and _states
         self._polling = threading.RLock()  # one poll at a time
         self._stopping = threading.Event()
@@ -204,6 +228,10 @@ class VersionedModel:
         """Lists the base path, then loads and unloads versions as the policy and the retries say."""
         with self._polling:
             self._on_disk = _versions_in(self.base_path)
+            for entry, what in _not_version_folders(self.base_path).items():
+                if entry not in self._reported_entries:
+                    logger.warning("%s is %s, not a version folder: skipped (model %r).", entry, what, self.name)
+                    self._reported_entries.add(entry)
             self._reconcile()
         self._wake_poller()
 
@@ -219,6 +247,14 @@ class VersionedModel:
             if changed:
                 self._reconcile()
         self._wake_poller()
+
+    def describe(self) -> str:
+        """The versions served, highest first, each with how it computes: "version 3 (int8 TFLite), 1 (...)"."""
+        servables = self._servables
+        if not servables:
+            return "no version"
+        return "version " + ", ".join(f"{number} ({servables[number].describe()})"
+                                      for number in sorted(servables, reverse=True))
 
     def is_available(self, version: int) -> bool:
         return version in self._servables
@@ -320,7 +356,8 @@ class VersionedModel:
         with self._lock:
             self._servables = {**self._servables, version: servable}
             self._states[version] = VersionState("AVAILABLE")
-        logger.info("Serving version %d of model %r.", version, self.name)
+        logger.info("Serving version %d of model %r (%s).", version, self.name, servable.describe())
+        logger.info("Model %r serves %s.", self.name, self.describe())
 
     def _failed(self, version: int, error: Exception, attempts: int) -> None:
         tf_error = ServingError.from_tf_error(error) if isinstance(error, tf.errors.OpError) else None
@@ -351,7 +388,9 @@ class VersionedModel:
             for version in unpicked:
                 self._states[version] = VersionState("END")
         logger.info("Unloaded version %s of model %r.", ", ".join(map(str, unpicked)), self.name)
-        if not self._servables:
+        if self._servables:
+            logger.info("Model %r serves %s.", self.name, self.describe())
+        else:
             why = f"its policy ({self.policy.describe()}) picks none of those" if self._on_disk else "none is left"
             logger.warning("Model %r serves no version now: %s in %s.", self.name, why, self.base_path)
 
@@ -454,6 +493,10 @@ class ModelManager:
                 f"Servable not found for request: {spec}. This server serves {_names(self._models)}."
             )
         return model.servable(version, label)
+
+    def describe(self) -> str:
+        """Every model with the versions it serves: "model 'ner': version 3 (int8 TFLite), ...; model 'x': ..."."""
+        return "; ".join(f"model {name!r}: {model.describe()}" for name, model in self._models.items()) or "no model"
 
     def status(
         self, name: str, version: int | None = None, label: str | None = None

@@ -172,10 +172,8 @@ class ModelServer:
         except BaseException:
             self.stop()
             raise
-        logger.info(
-            "Serving %s: gRPC on %s:%d, REST on %s:%d.",
-            ", ".join(self.model_names), self.host, self.grpc_port, self.host, self.rest_port,
-        )
+        logger.info("Serving %s; gRPC on %s:%d, REST on %s:%d.", self._models.describe(), self.host, self.grpc_port,
+                    self.host, self.rest_port)
         return self
 
     def stop(self, grace_s: float = 1.0) -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import abc
 import os
+import re
 import threading
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -42,7 +43,7 @@ import tensorflow_text  # noqa: F401
 from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2
 from tensorflow_serving.apis import get_model_metadata_pb2
 
-from serving.protocol import DEFAULT_SIGNATURE, SAVED_MODEL_FILE, TFLITE_MODEL_FILE
+from serving.protocol import DEFAULT_SIGNATURE, SAVED_MODEL_FILE, TFLITE_MODEL_FILE, input_names_message
 from serving.server.errors import ServingError
 
 
@@ -77,21 +78,37 @@ class Servable(abc.ABC):
         self.max_batch_size = max_batch_size
         self.signature_defs = get_model_metadata_pb2.SignatureDefMap()
         self.signature_names: frozenset[str] = frozenset()
-        self.value_limits: dict[str, tuple[int, str]] = {}  # input -> (its values' end, what they are); see load
+        self.value_limits: dict[str, tuple[int, str]] = {}  # input -> (its values' end, what they are)
+        self.precision = ""  # "float32", "bf16" or "int8", from `model_info` (exports without it: "")
 
-    def read_value_limits(self) -> None:
-        """The values each token-id input may hold (`check_values`): from `model_info` where the export has it."""
+    @property
+    @abc.abstractmethod
+    def kind(self) -> str:
+        """"SavedModel" or "TFLite"."""
+
+    def describe(self) -> str:
+        """How the version computes, for people: "int8 TFLite", "float32 SavedModel"."""
+        return f"{self.precision} {self.kind}".strip()
+
+    def read_model_info(self) -> None:
+        """Reads `model_info`, where the export has it: the precision, and the values each token-id input may hold
+        (`check_values`)."""
         limits = {"input_mask": (2, "mask values must be 0 or 1")}
         if "model_info" in self.signature_names:
             outputs = self.signature_def("model_info").outputs
-            wanted = [name for name in ("vocab_size", "type_vocab_size") if name in outputs]
-            info = self._run("model_info", {"request": np.array([b""], dtype=object)}, wanted)
-            if "vocab_size" in wanted:
-                size = int(np.asarray(info["vocab_size"]).reshape(-1)[0])
+            wanted = [name for name in ("vocab_size", "type_vocab_size", "quantization") if name in outputs]
+            info = {name: np.asarray(value).reshape(-1)[0] for name, value in
+                    self._run("model_info", {"request": np.array([b""], dtype=object)}, wanted).items()}
+            if "vocab_size" in info:
+                size = int(info["vocab_size"])
                 limits["input_word_ids"] = (size, f"token ids must be in [0, {size}) (the vocabulary's size)")
-            if "type_vocab_size" in wanted:
-                size = int(np.asarray(info["type_vocab_size"]).reshape(-1)[0])
+            if "type_vocab_size" in info:
+                size = int(info["type_vocab_size"])
                 limits["input_type_ids"] = (size, f"segment ids must be in [0, {size}) (the model's segment types)")
+            if "quantization" in info:
+                quantization = info["quantization"]
+                quantization = quantization.decode() if isinstance(quantization, bytes) else str(quantization)
+                self.precision = "float32" if quantization == "none" else quantization
         self.value_limits = limits
 
     def check_values(self, inputs: Mapping[str, np.ndarray]) -> None:
@@ -147,9 +164,8 @@ class Servable(abc.ABC):
         sent, expected = set(inputs), set(signature.inputs)
         if sent != expected:
             raise ServingError.invalid_argument(
-                f"input size does not match signature: {len(sent)}!={len(expected)} "
-                f"len({_names(sent)}) != len({_names(expected)}). "
-                f"Sent extra: {_names(sent - expected)}. Missing but required: {_names(expected - sent)}."
+                f"Signature {signature_name or DEFAULT_SIGNATURE}: {input_names_message(sent, expected)}; it takes "
+                f"{', '.join(repr(name) for name in sorted(expected))}."
             )
         for key, (sent_dtype, shape) in inputs.items():
             info = signature.inputs[key]
@@ -180,12 +196,14 @@ class Servable(abc.ABC):
 class SavedModelServable(Servable):
     """A SavedModel version (`saved_model.pb`, `variables/`), run by TensorFlow."""
 
+    kind = "SavedModel"
+
     def __init__(self, path: str | Path, version: int, max_batch_size: int = 0):
         super().__init__(path, version, max_batch_size)
         self._model = tf.saved_model.load(str(self.path), tags=["serve"])
         self.signature_defs = _read_signature_defs(self.path / SAVED_MODEL_FILE)
         self.signature_names = frozenset(self._model.signatures)
-        self.read_value_limits()
+        self.read_model_info()
 
     def _run(self, name: str, inputs: Mapping[str, np.ndarray], wanted: list[str]) -> Mapping[str, np.ndarray]:
         specs = self.signature_defs.signature_def[name].inputs
@@ -205,6 +223,8 @@ class TfliteServable(Servable):
     the interpreter, as the SavedModel cuts them in its graph.
     """
 
+    kind = "TFLite"
+
     def __init__(self, path: str | Path, version: int, max_batch_size: int = 0):
         from serving.tflite_runner import TfliteModel
 
@@ -213,14 +233,20 @@ class TfliteServable(Servable):
         self._lock = threading.Lock()
         self.signature_defs = self._model.signature_defs()
         self.signature_names = frozenset(self._model.signatures)
-        self.read_value_limits()
+        self.read_model_info()
 
     def _run(self, name: str, inputs: Mapping[str, np.ndarray], wanted: list[str]) -> Mapping[str, np.ndarray]:
         try:  # LiteRT computes every output anyway
             with self._lock:
                 return self._model.run(inputs, name)
         except (RuntimeError, ValueError) as error:
-            raise ServingError.invalid_argument(f"The TFLite model failed on this request: {error}") from error
+            raise ServingError.invalid_argument(f"The TFLite model failed on this request: {one_line(error)}") from error
+
+
+def one_line(error: Exception) -> str:
+    """An error's message on one line: LiteRT writes its error lines with nothing between them ("out of
+    boundsNode number 2 ...")."""
+    return re.sub(r"\s*(?<![.\s])(?=Node number \d+)", ". ", " ".join(str(error).split()))
 
 
 def _read_signature_defs(path: Path) -> get_model_metadata_pb2.SignatureDefMap:
@@ -241,7 +267,3 @@ def _tf_dtype(value: np.ndarray) -> tf.DType:
 def _as_array(value) -> np.ndarray:
     # A scalar string output comes back from `.numpy()` as plain bytes: keep it an object array like the others.
     return np.array(value, dtype=object) if isinstance(value, bytes) else np.asarray(value)
-
-
-def _names(names) -> str:
-    return "{" + ",".join(sorted(names)) + "}"
