@@ -4,6 +4,7 @@ get the right status and the server keeps serving, new versions are picked up, c
 
 import base64
 import json
+import re
 import time
 import urllib.error
 import urllib.request
@@ -297,6 +298,24 @@ def test_misnamed_inputs_are_named_with_the_ones_expected(server, predictions):
                                       "takes 'text'.")
     answers = [http(server, f"/v1/models/{NAME}:predict", {key: []}) for key in ("instances", "inputs")]
     assert answers[0] == answers[1] == (400, {"error": "No examples: send at least one in 'instances' or 'inputs'."})
+
+
+@pytest.mark.parametrize("request_line", [b"GARBAGE", b"\x16\x03\x01\x00\xa5\x01", b"GET /v1/models/demo HTTP/9.9"])
+def test_a_garbage_request_line_gets_an_http_status_line_and_json(server, request_line):
+    """Python's HTTP server answered a request line it could not parse as HTTP/0.9: an HTML page without any status
+    line, which clients cannot read."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", server.rest_port), timeout=10) as connection:
+        connection.sendall(request_line + b"\r\n\r\n")
+        answer = b""
+        while chunk := connection.recv(4096):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status_line, *headers = head.decode("latin-1").split("\r\n")
+    assert re.fullmatch(r"HTTP/1\.[01] (400|505) .+", status_line), answer[:200]
+    assert "Content-Type: application/json" in headers
+    assert json.loads(body)["error"]
 
 
 def test_busy_port_and_missing_base_path_are_clear_errors(server, demo_model_dir, tmp_path):

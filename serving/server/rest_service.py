@@ -290,6 +290,8 @@ class _BadBody(Exception):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # The version of an answer to a request line that cannot be read: Python's HTTP/0.9 default sends no status line.
+    default_request_version = "HTTP/1.0"
     server_version = "bert-tf-serving"
     disable_nagle_algorithm = True  # headers and body are two writes: do not hold the second one back
     refused_body = False  # set when the request's body was refused unread (see `_Connection.close`)
@@ -300,6 +302,19 @@ class _Handler(BaseHTTPRequestHandler):
         self.request, self.client_address, self.server = sock, address, server
         self.timeout = server.timeout_s
         self.setup()
+
+    def send_error(self, code, message=None, explain=None):
+        """An error found while reading the request line or headers, answered as every other error is: JSON
+        {"error": ...} with a status line (Python's own answer is an HTML page)."""
+        self.log_error("code %d, message %s", code, message)
+        body = json.dumps({"error": message or self.responses.get(code, ("Error",))[0]}).encode()
+        self.close_connection = True
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
 
     def do_GET(self):
         self._answer("GET")
