@@ -30,6 +30,7 @@ import sys
 from typing import IO, Iterable, Iterator
 
 # Each task's input fields: required, then optional (text lines give them in this order, tab-separated).
+ID = "id"  # an input line's own identifier, echoed with its result
 TASK_FIELDS = {"classify": (("text",), ("text_b",)), "ner": (("text",), ()), "squad": (("question", "context"), ())}
 INPUT_FORMATS = ("auto", "jsonl", "text")
 
@@ -114,9 +115,10 @@ def read_examples(lines: Iterable[str], name: str, task: str, input_format: str 
         try:
             example = _from_json(line, required, optional) if input_format == "jsonl" else _from_text(
                 line, required, optional)
+            fields = [field for field in example if field != ID]
             if first is None:
-                first = number, example.keys()
-            if example.keys() != first[1]:
+                first = number, fields
+            if set(fields) != set(first[1]):
                 raise ValueError(f"has {_names(example)} but line {first[0]} has {_names(first[1])}: give every "
                                  "example the same fields")
         except ValueError as error:
@@ -138,6 +140,8 @@ def _from_json(line: str, required: tuple[str, ...], optional: tuple[str, ...]) 
     not_text = [field for field, value in fields.items() if not isinstance(value, str)]
     if not_text:
         raise ValueError(f"{_names(not_text)} must be a string")
+    if "id" in example:  # echoed with the result, so that results join their inputs
+        fields[ID] = example["id"]
     return fields
 
 
@@ -154,14 +158,16 @@ def _names(fields) -> str:
 
 
 def predict_batch(predictor, examples: list[dict]) -> list[dict]:
-    """One JSON-ready result per example of `read_examples`."""
+    """One JSON-ready result per example of `read_examples`, led by the example's `id` where it has one."""
     if predictor.task_name == "squad":
-        return predictor.answer([e["question"] for e in examples], [e["context"] for e in examples])
-    texts = [example["text"] for example in examples]
-    if predictor.task_name == "ner":
-        return [{"words": [word for word, _ in tagged], "tags": [tag for _, tag in tagged]}
-                for tagged in predictor.tag(texts)]
-    return predictor.classify(texts, [e["text_b"] for e in examples] if "text_b" in examples[0] else None)
+        results = predictor.answer([e["question"] for e in examples], [e["context"] for e in examples])
+    elif predictor.task_name == "ner":
+        results = [{"words": [word for word, _ in tagged], "tags": [tag for _, tag in tagged]}
+                   for tagged in predictor.tag([example["text"] for example in examples])]
+    else:
+        results = predictor.classify([example["text"] for example in examples],
+                                     [e["text_b"] for e in examples] if "text_b" in examples[0] else None)
+    return [{ID: example[ID], **result} if ID in example else result for example, result in zip(examples, results)]
 
 
 def predict_lines(predictor, lines: Iterable[str], name: str, output: IO[str], batch_size: int = 32,

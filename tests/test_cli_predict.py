@@ -62,7 +62,19 @@ def test_jsonl_file_to_jsonl_file_in_batches(tmp_path, capsys, models):
     assert predict(capsys, "--model", models["classify"], "--input", source, "--output", target,
                    "--batch-size", 2) == []
     results = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
+    # Each input's `id` comes back with its result (it was dropped), so results can be joined to their inputs.
+    assert [result.pop("id") for result in results] == list(range(len(TEXTS)))
     assert_same_results(results, Predictor(models["classify"]).classify(TEXTS))
+
+
+def test_an_id_is_echoed_where_an_input_line_has_one(tmp_path, monkeypatch, capsys, models):
+    lines = [{"text": "a film", "id": "review-7"}, {"text": "great"}, {"question": "who?", "context": "mary", "id": 3}]
+    monkeypatch.setattr("sys.stdin", io.StringIO("".join(json.dumps(line) + "\n" for line in lines[:2])))
+    results = predict(capsys, "--model", models["classify"], "--input", "-")
+    assert [result.get("id") for result in results] == ["review-7", None] and list(results[0])[0] == "id"
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(lines[2]) + "\n"))
+    [answer] = predict(capsys, "--model", models["squad"], "--input", "-")
+    assert answer["id"] == 3 and "text" in answer
 
 
 def test_text_lines_from_stdin(monkeypatch, capsys, models):
@@ -122,7 +134,7 @@ def test_read_examples_errors(lines, task, error):
 
 
 def test_read_examples_formats():
-    assert list(read_examples(['{"text": "a", "text_b": null, "id": 7}'], "-", "classify")) == [{"text": "a"}]
+    assert list(read_examples(['{"text": "a", "text_b": null, "id": 7}'], "-", "classify")) == [{"text": "a", "id": 7}]
     assert list(read_examples(["{not json}"], "-", "classify", input_format="text")) == [{"text": "{not json}"}]
     assert list(read_examples(["a\tb\r\n", "  \n"], "-", "classify")) == [{"text": "a", "text_b": "b"}]
 
