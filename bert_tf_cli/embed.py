@@ -1,6 +1,11 @@
 """`bert-tf embed`: a text file (one text or tab-separated pair per line) → sentence vectors or token vectors."""
 
+import sys
+import tempfile
+from pathlib import Path
+
 from bert_tf_cli.model_arguments import add_model_arguments, load_model
+from bert_tf_cli.predict import check_utf8
 
 # bert_tf.inspection.embeddings.POOLINGS, which imports TensorFlow (tests/test_cli_startup.py checks they agree).
 POOLINGS = ("cls", "mean", "max", "mean_max", "pooled")
@@ -9,12 +14,14 @@ POOLINGS = ("cls", "mean", "max", "mean_max", "pooled")
 def register(commands) -> None:
     parser = commands.add_parser(
         "embed", help="sentence or token vectors of a text file",
-        description="Embed every line of a text file with a BERT encoder. Sentence vectors go to .npy "
+        description="Embed every line of a text file (or stdin, or the texts given) with a BERT encoder. Sentence "
+                    "vectors go to .npy "
                     "(float32 [lines, dim]) or .jsonl ({text, vector}); with --tokens, every token's vector with "
                     "its token string and word goes to .jsonl. Row i is line i+1; texts longer than the model's "
                     "maximum are truncated with a warning.")
     add_model_arguments(parser)
-    parser.add_argument("--in", dest="input", required=True, help="text file, one text per line (UTF-8)")
+    parser.add_argument("texts", nargs="*", help="texts to embed (or --in)")
+    parser.add_argument("--in", dest="input", help="text file, one text per line (UTF-8), or - for stdin")
     parser.add_argument("--out", required=True, help="output file: .npy or .jsonl")
     parser.add_argument("--pooling", choices=POOLINGS,
                         help="sentence vector: [CLS] vector, the pooler's output, mask-aware mean, max, or mean and "
@@ -46,8 +53,29 @@ def _layers(values: list[str]) -> tuple[int | str, ...]:
         raise ValueError(f"--layer takes block indices, {EMBEDDINGS!r} or 'last4', got {' '.join(values)!r}.") from None
 
 
+def _text_file(args, scratch: Path) -> str:
+    """The file to embed: --in FILE itself, or the command line's texts (or stdin's lines) written to one."""
+    if args.input and args.input != "-":
+        return args.input
+    if args.input == "-":
+        lines = sys.stdin.read().splitlines()
+    else:
+        check_utf8(args.texts)
+        broken = next((number for number, text in enumerate(args.texts, start=1) if "\n" in text or "\r" in text), None)
+        if broken:
+            raise ValueError(f"text {broken} holds a line break: embed texts of several lines from a file (--in).")
+        lines = args.texts
+    path = scratch / "texts.txt"
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return str(path)
+
+
 def run(args) -> None:
     from bert_tf.inspection import EmbeddingConfig, TextEmbedder, embed_file
+
+    if bool(args.texts) == bool(args.input):
+        raise ValueError("Give texts to embed or --in FILE (- for stdin), not both." if args.texts else
+                         "Give texts to embed, or --in FILE (- for stdin).")
 
     if args.tokens and args.pairs:
         raise ValueError("--tokens writes the vectors of single texts' tokens; --pairs embeds pairs as one vector "
@@ -60,8 +88,9 @@ def run(args) -> None:
     config = EmbeddingConfig(pooling=args.pooling or "mean", layers=_layers(args.layer), normalize=args.normalize,
                              skip_special_tokens=args.skip_special, batch_size=args.batch_size)
     embedder = TextEmbedder(model.encoder, model.tokenizer, config, max_length=model.max_length)
-    count = embed_file(embedder, args.input, args.out, tokens=args.tokens, progress=not args.no_progress,
-                       pairs=args.pairs)
+    with tempfile.TemporaryDirectory(prefix="bert-tf-embed-") as scratch:
+        count = embed_file(embedder, _text_file(args, Path(scratch)), args.out, tokens=args.tokens,
+                           progress=not args.no_progress, pairs=args.pairs)
     what = "token vectors of" if args.tokens else f"sentence vectors ({config.pooling} pooling) of"
     texts = "text pair(s)" if args.pairs else "text(s)"
     print(f"Wrote {what} {count} {texts}, size {embedder.dim()}, layers {list(config.layers)}, to {args.out}")

@@ -71,6 +71,26 @@ def test_embed_sentence_and_token_vectors(capsys, caplog, tmp_path, pretrainer_d
     assert [t["token"] for t in records[0]["tokens"]][:3] == ["[CLS]", "i", "opened"]
 
 
+def test_embed_reads_texts_from_the_command_line_and_stdin(capsys, tmp_path, pretrainer_dir, monkeypatch):
+    """As `predict` does (it took --in FILE only)."""
+    import io
+
+    texts = ["i opened a bank account", "we sat on the river bank"]
+    source = tmp_path / "in.txt"
+    source.write_text("".join(f"{text}\n" for text in texts))
+    assert run(capsys, "embed", "--model", pretrainer_dir, "--in", source, "--out", tmp_path / "file.npy")[0] == 0
+    code, out, err = run(capsys, "embed", "--model", pretrainer_dir, *texts, "--out", tmp_path / "args.npy")
+    assert code == 0 and "of 2 text(s)" in out, err
+    monkeypatch.setattr("sys.stdin", io.StringIO(source.read_text()))
+    assert run(capsys, "embed", "--model", pretrainer_dir, "--in", "-", "--out", tmp_path / "stdin.npy")[0] == 0
+    for name in ("args.npy", "stdin.npy"):
+        np.testing.assert_array_equal(np.load(tmp_path / name), np.load(tmp_path / "file.npy"))
+    code, _, err = run(capsys, "embed", "--model", pretrainer_dir, "a text", "--in", source, "--out", tmp_path / "x.npy")
+    assert code == 2 and "Give texts to embed or --in FILE (- for stdin), not both." in err
+    code, _, err = run(capsys, "embed", "--model", pretrainer_dir, "two\nlines", "--out", tmp_path / "x.npy")
+    assert code == 2 and "text 1 holds a line break" in err
+
+
 def test_embed_text_pairs(capsys, tmp_path, pretrainer_dir):
     from bert_tf.inspection import EmbeddingConfig, TextEmbedder, load_inspection_model
 
