@@ -110,7 +110,11 @@ class TfliteModel:
         """The outputs of a raw-text model for texts (and, for pair models, a second list of texts)."""
         names = self.input_names()
         if "input_word_ids" in names:
-            raise ValueError(f"{self.path} takes token ids, not text; export it with inputs='text' (--tflite-input text).")
+            seq_length = self.info.get("seq_length", "seq_length") if "model_info" in self.signatures else "seq_length"
+            raise ValueError(
+                f"{self.path} takes token ids, not text: int32 input_word_ids, input_mask and input_type_ids "
+                f"[batch, {seq_length}], fed with TfliteModel(path).run({{...}}) (a SavedModel export's `preprocess` "
+                "signature makes them from text); for raw text, export a classifier with --tflite-input text.")
         if len(segments) != len(names):
             raise ValueError(f"{self.path} takes {len(names)} text input(s) ({', '.join(names)}), got {len(segments)}.")
         return self.run(dict(zip(names, segments)))

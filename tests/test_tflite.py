@@ -43,7 +43,7 @@ def text_tflite(classifier_dir, tmp_path_factory):
     return TfliteModel(path)
 
 
-def test_ids_model_matches_the_saved_model(classifier_dir, saved_model, tmp_path):
+def test_ids_model_matches_the_saved_model(classifier_dir, saved_model, tmp_path, capsys):
     model = TfliteModel(export_tflite(classifier_dir, tmp_path / "ids.tflite"))
     assert model.signatures["serving_default"]["inputs"] == ["input_mask", "input_type_ids", "input_word_ids"]
     assert model.info == {"task": "classify", "seq_length": SEQ_LENGTH, "lower_case": True, "max_text_bytes": 65536,
@@ -57,6 +57,10 @@ def test_ids_model_matches_the_saved_model(classifier_dir, saved_model, tmp_path
     assert outputs["label_names"].tolist() == expected["label_names"].numpy().tolist()
     with pytest.raises(ValueError, match="takes token ids, not text"):
         model.classify(TEXTS)
+    # `python -m serving.tflite_runner` on it says how to feed ids, not only that it refuses text.
+    assert runner_main([str(model.path), "a text"]) == 2
+    assert (f"takes token ids, not text: int32 input_word_ids, input_mask and input_type_ids [batch, {SEQ_LENGTH}], "
+            "fed with TfliteModel(path).run({...})") in capsys.readouterr().err
     with pytest.raises(ValueError, match="takes inputs"):
         model.run({"input_word_ids": ids["input_word_ids"]})
 
