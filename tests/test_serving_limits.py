@@ -4,6 +4,7 @@ batches over --max_batch_size refused, the gRPC message and REST body size limit
 bad Content-Length without reading the body, and a REST front end that survives connection churn
 and kept-alive connections with few workers. Servers listen on 127.0.0.1; every loop is bounded."""
 
+import argparse
 import http.client
 import json
 import re
@@ -17,7 +18,8 @@ from tensorflow.core.framework import tensor_pb2, types_pb2
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
 from concurrent_clients import run_clients
-from serving.server.model_server import DEFAULT_MAX_BATCH_SIZE, DEFAULT_REST_MAX_BODY_BYTES, ModelServer, main, parse_channel_arguments
+from serving.server.model_server import (DEFAULT_MAX_BATCH_SIZE, DEFAULT_REST_MAX_BODY_BYTES, ModelServer, add_arguments,
+                                         main, parse_channel_arguments)
 
 NAME = "demo"
 MAX_MESSAGE = 2**20  # this module's server: gRPC messages and REST bodies up to 1 MiB
@@ -152,6 +154,29 @@ def test_negative_dimensions_are_refused(server, predictions, demo_signatures):
     ):
         assert_refused(predictions, request, match="negative dimension")
     assert_serving(server, predictions, demo_signatures)
+
+
+def test_the_text_of_a_request_is_bounded_in_total(demo_model_dir):
+    """512 texts of 64 KiB each (the row and per-text limits) cost a BERT-base server 2 GB a request, and 8 such
+    requests ran at once: the text of one request is bounded in total (--max_request_text_bytes, 1 MiB by default,
+    so that every request at once stays within a normal machine's memory)."""
+    from serving.client.grpc_client import GrpcClient
+    from serving.server.model_server import DEFAULT_MAX_REQUEST_TEXT_BYTES
+
+    assert DEFAULT_MAX_REQUEST_TEXT_BYTES == 2**20
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert parser.parse_args([]).max_request_text_bytes == DEFAULT_MAX_REQUEST_TEXT_BYTES
+    with ModelServer(NAME, demo_model_dir, poll_wait_s=0, max_request_text_bytes=1000) as server:
+        client = GrpcClient(f"127.0.0.1:{server.grpc_port}", model_name=NAME, retries=0)
+        assert client.predict({"text": ["x" * 500, "y" * 500]})["probabilities"].shape == (2, 3)  # at the bound
+        with pytest.raises(grpc.RpcError) as refused:
+            client.predict({"text": ["x" * 500, "y" * 501]})
+        assert refused.value.code() == CODE.INVALID_ARGUMENT
+        assert refused.value.details() == ("The request holds 1,001 bytes of text, over the server's limit of 1,000 "
+                                           "(--max_request_text_bytes): send fewer or shorter texts.")
+        status, answer = post(server, {"instances": ["x" * 1001]})
+        assert status == 400 and "(--max_request_text_bytes)" in answer["error"]
 
 
 def test_batches_over_max_batch_size_are_refused(server, predictions, demo_signatures):

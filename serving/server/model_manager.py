@@ -65,7 +65,7 @@ from tensorflow_serving.apis import get_model_status_pb2
 from serving.protocol import SAVED_MODEL_FILE, TFLITE_MODEL_FILE
 from serving.server.errors import ServingError
 from serving.server.model_config import ModelConfig, VersionPolicy, beside_config, read_model_config_file
-from serving.server.servable import Servable, holds_model, load_servable
+from serving.server.servable import RequestLimits, Servable, holds_model, load_servable
 
 logger = logging.getLogger(__name__)
 
@@ -167,13 +167,14 @@ def _not_version_folders(base_path: Path) -> dict[Path, str]:
 class VersionedModel:
     """Model `config.name`: its versions under `config.base_path`, served by `config.policy` (see the module docstring).
 
-    `poll_wait_s` ≤ 0 lists the base path once, at `start()`. `max_batch_size` and
+    `poll_wait_s` ≤ 0 lists the base path once, at `start()`. `limits` and
     `prefer_tflite_model` are passed to each `load_servable`. `labels` ({label: version}) is set
     by `ModelManager` once checked.
     """
 
     def __init__(
-        self, config: ModelConfig, poll_wait_s: float = 1.0, max_batch_size: int = 0, retries: LoadRetries = LoadRetries(),
+        self, config: ModelConfig, poll_wait_s: float = 1.0, limits: RequestLimits = RequestLimits(),
+        retries: LoadRetries = LoadRetries(),
         prefer_tflite_model: bool = False,
     ):
         self.name = config.name
@@ -181,7 +182,7 @@ class VersionedModel:
         self.policy = config.policy
         self.labels: dict[str, int] = {}
         self.poll_wait_s = poll_wait_s
-        self.max_batch_size = max_batch_size
+        self.limits = limits
         self.retries = retries
         self.prefer_tflite_model = prefer_tflite_model
         self._servables: dict[int, Servable] = {}  # replaced, never changed: requests read it without the lock
@@ -348,7 +349,7 @@ class VersionedModel:
         self._set_state(version, VersionState("LOADING"))
         logger.info("Loading version %d of model %r from %s.", version, self.name, path)
         try:
-            servable = load_servable(path, version, self.max_batch_size, self.prefer_tflite_model)
+            servable = load_servable(path, version, self.limits, self.prefer_tflite_model)
         except Exception as error:  # any load failure is retried, then reported in the status
             self._failed(version, error, attempts=1 + (failure.attempts if failure else 0))
             return
@@ -402,7 +403,7 @@ class VersionedModel:
 class ModelManager:
     """The models of `configs`, or of the model config file `config_file`, re-read every `config_poll_wait_s`.
 
-    `poll_wait_s`, `max_batch_size` and `retries` go to each `VersionedModel`;
+    `poll_wait_s`, `limits` and `retries` go to each `VersionedModel`;
     `allow_version_labels_for_unavailable_models` is TensorFlow Serving's flag (module docstring).
     """
 
@@ -413,7 +414,7 @@ class ModelManager:
         config_file: str | Path | None = None,
         config_poll_wait_s: float = 0.0,
         poll_wait_s: float = 1.0,
-        max_batch_size: int = 0,
+        limits: RequestLimits = RequestLimits(),
         retries: LoadRetries = LoadRetries(),
         allow_version_labels_for_unavailable_models: bool = False,
         prefer_tflite_model: bool = False,
@@ -423,7 +424,7 @@ class ModelManager:
         self.config_file = Path(config_file) if config_file is not None else None
         self.config_poll_wait_s = config_poll_wait_s
         self.poll_wait_s = poll_wait_s
-        self.max_batch_size = max_batch_size
+        self.limits = limits
         self.retries = retries
         self.allow_version_labels_for_unavailable_models = allow_version_labels_for_unavailable_models
         self.prefer_tflite_model = prefer_tflite_model
@@ -524,7 +525,7 @@ class ModelManager:
                         self._check_base_path(config)  # all of them before any loads
                 for config in configs:
                     if config.name not in kept:
-                        models[config.name] = VersionedModel(config, self.poll_wait_s, self.max_batch_size,
+                        models[config.name] = VersionedModel(config, self.poll_wait_s, self.limits,
                                                              self.retries, self.prefer_tflite_model)
                         models[config.name].start()
             except BaseException:

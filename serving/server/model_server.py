@@ -19,10 +19,11 @@ The command takes the flags of `tensorflow_model_server` (`--port`, `--rest_api_
 `--grpc_channel_arguments`, `--rest_api_num_threads`, `--rest_api_timeout_in_ms`), with
 their defaults, plus `--host` (default 127.0.0.1: only this machine),
 `--max_batch_size` (default 512 rows; the official server sets it in its batching
-parameters file) and `--rest_api_max_body_bytes` (default 32 MiB). Requests are limited:
-gRPC messages to 64 MiB (`--grpc_channel_arguments=grpc.max_receive_message_length=N`
-changes it; the official server allows 2 GiB), REST bodies to `--rest_api_max_body_bytes`
-(413), batches to `--max_batch_size` rows (INVALID_ARGUMENT). Unlike the official server,
+parameters file), `--max_request_text_bytes` (default 1 MiB) and `--rest_api_max_body_bytes`
+(default 32 MiB). Requests are limited: gRPC messages to 64 MiB
+(`--grpc_channel_arguments=grpc.max_receive_message_length=N` changes it; the official server
+allows 2 GiB), REST bodies to `--rest_api_max_body_bytes` (413), batches to `--max_batch_size`
+rows and their text to `--max_request_text_bytes` in all (INVALID_ARGUMENT). Unlike the official server,
 port 0 picks a free port instead of turning the API off.
 
 Example:
@@ -52,6 +53,9 @@ from serving.protocol import DEFAULT_MAX_BATCH_SIZE
 logger = logging.getLogger(__name__)
 
 DEFAULT_REST_MAX_BODY_BYTES = 32 * 2**20  # JSON parses to several times its size: less than gRPC's 64 MiB
+# Text in one request: 16 requests at once (8 gRPC, 8 REST) hold 16 MiB of text, where 512 texts of 64 KiB (the row and
+# per-text limits) made 32 MiB in one request and cost a BERT-base server 2 GB.
+DEFAULT_MAX_REQUEST_TEXT_BYTES = 2**20
 DEFAULT_MAX_NUM_LOAD_RETRIES = 5  # TensorFlow Serving's defaults
 DEFAULT_LOAD_RETRY_INTERVAL_MICROS = 60_000_000
 
@@ -68,7 +72,8 @@ class ModelServer:
     `allow_version_labels_for_unavailable_models` as in `serving.server.model_manager`;
     `prefer_tflite_model` serves a version's `model.tflite` when it has a SavedModel too
     (`serving.server.servable.load_servable`);
-    `max_batch_size` rejects larger batches with INVALID_ARGUMENT (0: no limit);
+    `max_batch_size` rejects larger batches, `max_request_text_bytes` requests holding more text in all, with
+    INVALID_ARGUMENT (0: no limit);
     `grpc_max_threads` gRPC requests run at once; `grpc_channel_arguments` override
     `serving.server.grpc_service.DEFAULT_CHANNEL_ARGUMENTS` (e.g. {"grpc.max_receive_message_length":
     2**30}); `rest_num_threads`, `rest_timeout_s` and `rest_max_body_bytes` are the REST
@@ -84,6 +89,7 @@ class ModelServer:
         rest_port: int = 0,
         poll_wait_s: float = 1.0,
         max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+        max_request_text_bytes: int = DEFAULT_MAX_REQUEST_TEXT_BYTES,
         grpc_max_threads: int = 8,
         grpc_channel_arguments: Mapping[str, int | str] | None = None,
         rest_num_threads: int = 8,
@@ -103,8 +109,9 @@ class ModelServer:
                 raise ValueError(f"Invalid model name {model_name!r}: it must be non-empty, without '/' or ':'.")
         if max_num_load_retries < 0:
             raise ValueError("max_num_load_retries must be ≥ 0.")
-        if max_batch_size < 0 or grpc_max_threads < 1 or rest_num_threads < 1:
-            raise ValueError("max_batch_size must be ≥ 0, grpc_max_threads and rest_num_threads ≥ 1.")
+        if max_batch_size < 0 or max_request_text_bytes < 0 or grpc_max_threads < 1 or rest_num_threads < 1:
+            raise ValueError("max_batch_size and max_request_text_bytes must be ≥ 0, grpc_max_threads and "
+                             "rest_num_threads ≥ 1.")
         if rest_timeout_s <= 0 or rest_max_body_bytes < 0:
             raise ValueError("rest_timeout_s must be > 0 and rest_max_body_bytes ≥ 0.")
         self.model_name = model_name
@@ -120,6 +127,7 @@ class ModelServer:
         self.rest_port = rest_port
         self.poll_wait_s = poll_wait_s
         self.max_batch_size = max_batch_size
+        self.max_request_text_bytes = max_request_text_bytes
         self.grpc_max_threads = grpc_max_threads
         self.grpc_channel_arguments = dict(grpc_channel_arguments or {})
         self.rest_num_threads = rest_num_threads
@@ -144,6 +152,7 @@ class ModelServer:
         from serving.server.model_config import ModelConfig
         from serving.server.model_manager import LoadRetries, ModelManager
         from serving.server.rest_service import RestServer
+        from serving.server.servable import RequestLimits
 
         self._stopped.clear()
         configs = [] if self.model_config_file else [ModelConfig(self.model_name, self.model_base_path)]
@@ -152,7 +161,7 @@ class ModelServer:
             config_file=self.model_config_file,
             config_poll_wait_s=self.model_config_poll_wait_s,
             poll_wait_s=self.poll_wait_s,
-            max_batch_size=self.max_batch_size,
+            limits=RequestLimits(self.max_batch_size, self.max_request_text_bytes),
             retries=LoadRetries(self.max_num_load_retries, self.load_retry_interval_s),
             allow_version_labels_for_unavailable_models=self.allow_version_labels_for_unavailable_models,
             prefer_tflite_model=self.prefer_tflite_model,
@@ -274,6 +283,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max_batch_size", type=int, default=DEFAULT_MAX_BATCH_SIZE,
         help=f"refuse batches of more rows (default {DEFAULT_MAX_BATCH_SIZE}; 0: no limit)",
     )
+    parser.add_argument(
+        "--max_request_text_bytes", type=int, default=DEFAULT_MAX_REQUEST_TEXT_BYTES,
+        help=f"refuse requests holding more bytes of text in all (default {DEFAULT_MAX_REQUEST_TEXT_BYTES}: 1 MiB; "
+             "0: no limit)",
+    )
     parser.add_argument("--grpc_max_threads", type=int, default=8, help="gRPC requests served at once (default 8)")
     parser.add_argument(
         "--grpc_channel_arguments", default="",
@@ -304,6 +318,7 @@ def run(args: argparse.Namespace) -> None:
         rest_port=args.rest_api_port,
         poll_wait_s=args.file_system_poll_wait_seconds,
         max_batch_size=args.max_batch_size,
+        max_request_text_bytes=args.max_request_text_bytes,
         grpc_max_threads=args.grpc_max_threads,
         grpc_channel_arguments=parse_channel_arguments(args.grpc_channel_arguments),
         rest_num_threads=args.rest_api_num_threads,

@@ -6,7 +6,7 @@ A version directory holds a SavedModel (`saved_model.pb`, `variables/`) or a TFL
 `prefer_tflite_model`. Both kinds answer alike (`Servable`).
 
 Inputs are checked against the signature (names, dtypes, ranks, fixed dimensions, no negative
-dimension, the batch at most `max_batch_size`) before the model runs; `check_inputs` makes the
+dimension, the batch at most `RequestLimits.max_batch_size`) before the model runs; `check_inputs` makes the
 same checks on claimed dtypes and shapes, so that the gRPC front end refuses a request before it
 builds any array from it. Token-id inputs are checked by value, the same way for every kind of
 version: `input_word_ids` within the vocabulary and `input_type_ids` within the segment types
@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import abc
+import dataclasses
 import os
 import re
 import threading
@@ -52,30 +53,38 @@ def holds_model(version_dir: Path) -> bool:
     return (version_dir / SAVED_MODEL_FILE).is_file() or (version_dir / TFLITE_MODEL_FILE).is_file()
 
 
-def load_servable(path: str | Path, version: int, max_batch_size: int = 0,
+@dataclasses.dataclass(frozen=True)
+class RequestLimits:
+    """What one request may hold (0: no limit); past a limit it is INVALID_ARGUMENT."""
+
+    max_batch_size: int = 0  # rows: the first dimension of the inputs (`--max_batch_size`, as TF Serving's batching)
+    # Bytes of text over all string inputs (`--max_request_text_bytes`): each text is cut to the model's
+    # max_text_bytes anyway, but a batch of long texts makes the windows of all of them at once.
+    max_text_bytes: int = 0
+
+
+def load_servable(path: str | Path, version: int, limits: RequestLimits = RequestLimits(),
                   prefer_tflite_model: bool = False) -> "Servable":
     """The model in the version directory `path`: its SavedModel, or its `model.tflite` if it has no
     SavedModel or `prefer_tflite_model` (TensorFlow Serving's flag)."""
     path = Path(path)
     tflite = path / TFLITE_MODEL_FILE
     if tflite.is_file() and (prefer_tflite_model or not (path / SAVED_MODEL_FILE).is_file()):
-        return TfliteServable(path, version, max_batch_size)
-    return SavedModelServable(path, version, max_batch_size)
+        return TfliteServable(path, version, limits)
+    return SavedModelServable(path, version, limits)
 
 
 class Servable(abc.ABC):
     """Version `version` of a model, loaded from the version directory `path` (see `load_servable`).
 
-    `max_batch_size` (0: no limit) rejects requests whose batch (the first dimension of
-    the inputs) is larger, as TensorFlow Serving does when batching is configured.
-    `signature_defs` are the signatures as TensorFlow Serving's metadata reports them;
-    `signature_names` those a request may run.
+    `limits` bound each request (`RequestLimits`). `signature_defs` are the signatures as
+    TensorFlow Serving's metadata reports them; `signature_names` those a request may run.
     """
 
-    def __init__(self, path: str | Path, version: int, max_batch_size: int = 0):
+    def __init__(self, path: str | Path, version: int, limits: RequestLimits = RequestLimits()):
         self.path = Path(path)
         self.version = version
-        self.max_batch_size = max_batch_size
+        self.limits = limits
         self.signature_defs = get_model_metadata_pb2.SignatureDefMap()
         self.signature_names: frozenset[str] = frozenset()
         self.value_limits: dict[str, tuple[int, str]] = {}  # input -> (its values' end, what they are)
@@ -112,7 +121,14 @@ class Servable(abc.ABC):
         self.value_limits = limits
 
     def check_values(self, inputs: Mapping[str, np.ndarray]) -> None:
-        """INVALID_ARGUMENT when a token-id input holds a value outside its range (see `read_value_limits`)."""
+        """INVALID_ARGUMENT when the inputs hold more text than `limits.max_text_bytes`, or a token-id input a value
+        outside its range (see `read_model_info`)."""
+        text_bytes = sum(len(item) for values in inputs.values() if np.asarray(values).dtype == object
+                         for item in np.asarray(values).ravel() if isinstance(item, (bytes, str)))
+        if self.limits.max_text_bytes and text_bytes > self.limits.max_text_bytes:
+            raise ServingError.invalid_argument(
+                f"The request holds {text_bytes:,} bytes of text, over the server's limit of "
+                f"{self.limits.max_text_bytes:,} (--max_request_text_bytes): send fewer or shorter texts.")
         for name, (end, rule) in self.value_limits.items():
             values = inputs.get(name)
             if values is None or not np.size(values) or not np.issubdtype(np.asarray(values).dtype, np.integer):
@@ -185,9 +201,9 @@ class Servable(abc.ABC):
                     f"Input {key} has shape {list(shape)}, but the signature expects {expected_shape}."
                 )
         batch = max((shape[0] for _, shape in inputs.values() if len(shape)), default=0)
-        if self.max_batch_size and batch > self.max_batch_size:
+        if self.limits.max_batch_size and batch > self.limits.max_batch_size:
             raise ServingError.invalid_argument(
-                f"Batch size {batch} is larger than the server's maximum batch size {self.max_batch_size} "
+                f"Batch size {batch} is larger than the server's maximum batch size {self.limits.max_batch_size} "
                 "(--max_batch_size); send smaller batches (the clients' max_batch_size splits them)."
             )
         return signature
@@ -198,8 +214,8 @@ class SavedModelServable(Servable):
 
     kind = "SavedModel"
 
-    def __init__(self, path: str | Path, version: int, max_batch_size: int = 0):
-        super().__init__(path, version, max_batch_size)
+    def __init__(self, path: str | Path, version: int, limits: RequestLimits = RequestLimits()):
+        super().__init__(path, version, limits)
         self._model = tf.saved_model.load(str(self.path), tags=["serve"])
         self.signature_defs = _read_signature_defs(self.path / SAVED_MODEL_FILE)
         self.signature_names = frozenset(self._model.signatures)
@@ -225,10 +241,10 @@ class TfliteServable(Servable):
 
     kind = "TFLite"
 
-    def __init__(self, path: str | Path, version: int, max_batch_size: int = 0):
+    def __init__(self, path: str | Path, version: int, limits: RequestLimits = RequestLimits()):
         from serving.tflite_runner import TfliteModel
 
-        super().__init__(path, version, max_batch_size)
+        super().__init__(path, version, limits)
         self._model = TfliteModel(self.path / TFLITE_MODEL_FILE, num_threads=len(os.sched_getaffinity(0)))
         self._lock = threading.Lock()
         self.signature_defs = self._model.signature_defs()
