@@ -75,24 +75,16 @@ def run(init: Path, batches: Path, held_out: Path, learning_rate: float, warmup_
     import torch
     import transformers
 
-    from benchmarks.torch_reference import torch_optimizer
-    from bert_tf.optimization import OptimizerConfig
+    from benchmarks.torch_reference import torch_updates
 
     torch.manual_seed(seed)
     model = transformers.BertForPreTraining.from_pretrained(init)
     arrays = dict(np.load(batches))
     steps = len(arrays["input_word_ids"])
-    optimizer, schedule = torch_optimizer(model, learning_rate, 0.01, steps, warmup_steps)
-    clipnorm = OptimizerConfig(learning_rate, steps).clipnorm
+    update = torch_updates(model, learning_rate, 0.01, steps, warmup_steps)
     curve, losses, started = [], [], time.perf_counter()
     for step in range(steps):
-        loss = pretraining_loss(model, batch(arrays, step))
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), clipnorm)
-        optimizer.step()
-        schedule.step()
-        optimizer.zero_grad()
-        losses.append(loss.item())
+        losses.append(update(pretraining_loss(model, batch(arrays, step))))
         if (step + 1) % log_every == 0 or step + 1 == steps:
             curve.append((step + 1, float(np.mean(losses))))
             losses = []

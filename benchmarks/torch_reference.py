@@ -56,6 +56,27 @@ def torch_optimizer(model, learning_rate: float, weight_decay: float, steps: int
     return optimizer, transformers.get_linear_schedule_with_warmup(optimizer, warmup_steps, steps)
 
 
+def torch_updates(model, learning_rate: float, weight_decay: float, steps: int, warmup_steps: int):
+    """`update(loss) -> float`: one step of the recipe (backward, global-norm clipping at bert-tf's norm,
+    `torch_optimizer`'s AdamW and schedule), the loss as a number."""
+    import torch
+
+    from bert_tf.optimization import OptimizerConfig
+
+    optimizer, schedule = torch_optimizer(model, learning_rate, weight_decay, steps, warmup_steps)
+    clipnorm = OptimizerConfig(learning_rate, steps).clipnorm
+
+    def update(loss) -> float:
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clipnorm)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad()
+        return loss.item()
+
+    return update
+
+
 def span_loss(start_logits, end_logits, input_mask, start_positions, end_positions):
     """The mean of the start and end cross-entropies, padding (input_mask 0) left out of the softmax."""
     import torch
@@ -101,26 +122,15 @@ def batch_loss(model, task: str, features, labels):
 
 def train(model, config, training) -> list[float]:
     """Fits `model` on `training.batches`, epoch after epoch; the mean training loss of each epoch."""
-    import torch
-
-    from bert_tf.optimization import OptimizerConfig
-
-    optimizer, schedule = torch_optimizer(model, config.learning_rate, config.weight_decay, training.steps,
-                                          int(training.steps * config.warmup_proportion))
-    clipnorm = OptimizerConfig(config.learning_rate, training.steps).clipnorm
+    update = torch_updates(model, config.learning_rate, config.weight_decay, training.steps,
+                           int(training.steps * config.warmup_proportion))
     model.train()
     epoch_losses = []
     for _ in range(config.epochs):
         losses = []
         for features, labels in training.batches:
             labels = {k: v.numpy() for k, v in labels.items()} if isinstance(labels, dict) else labels.numpy()
-            loss = batch_loss(model, config.task, {k: v.numpy() for k, v in features.items()}, labels)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), clipnorm)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad()
-            losses.append(loss.item())
+            losses.append(update(batch_loss(model, config.task, {k: v.numpy() for k, v in features.items()}, labels)))
         epoch_losses.append(float(np.mean(losses)))
     return epoch_losses
 

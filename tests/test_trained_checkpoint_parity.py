@@ -11,7 +11,7 @@ One difference is deliberate and applied on the torch side here: bert-tf's span 
 out of the start/end softmax (`BertSpanLabeler`), so a window's loss does not depend on how much its
 batch is padded; transformers' `BertForQuestionAnswering` leaves padding in the softmax. The torch
 loss masks it too (`benchmarks.torch_reference.span_loss`, which the quality benchmark's reference trains with,
-as it takes its optimizer from `benchmarks.torch_reference.torch_optimizer`, the one checked here).
+as it takes its updates from `benchmarks.torch_reference.torch_updates`, the ones checked here).
 """
 
 import dataclasses
@@ -217,20 +217,15 @@ def test_training_steps_match_transformers(checkpoint, name):
 
     case.ours.compile(optimizer=bert_tf.create_optimizer(LEARNING_RATE, TOTAL_STEPS, WARMUP_STEPS,
                                                          weight_decay=WEIGHT_DECAY))
-    optimizer, schedule = reference.torch_optimizer(case.theirs, LEARNING_RATE, WEIGHT_DECAY, TOTAL_STEPS, WARMUP_STEPS)
+    update = reference.torch_updates(case.theirs, LEARNING_RATE, WEIGHT_DECAY, TOTAL_STEPS, WARMUP_STEPS)
     case.theirs.train()
     torch_labels = ({"start_positions": None} if isinstance(case.labels, dict)
                     else {"labels": torch.tensor(case.labels, dtype=torch.long)})
     for step in range(STEPS):
         ours = float(case.ours.train_on_batch(case.features, case.labels, return_dict=True)["loss"])
         output = case.theirs(**reference.torch_inputs(case.features), **{k: v for k, v in torch_labels.items() if v is not None})
-        theirs = torch_loss(case, output)
-        theirs.backward()
-        torch.nn.utils.clip_grad_norm_(case.theirs.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        optimizer.zero_grad()
-        assert ours == pytest.approx(theirs.item(), rel=1e-4), f"loss at step {step}"
+        theirs = update(torch_loss(case, output))
+        assert ours == pytest.approx(theirs, rel=1e-4), f"loss at step {step}"
 
     after = torch_values(pairs)
     for weight_name, _, parameter in pairs:
