@@ -13,6 +13,7 @@ _OPTIONAL_FIELDS = {
     "weight_decay": "weight_decay", "dropout": "dropout", "seed": "seed",
     "early_stopping": "early_stopping_patience", "max_train_examples": "max_train_examples",
     "text_column": "text_column", "text_pair_column": "text_pair_column", "label_column": "label_column",
+    "label_names": "label_names",
     "label_separator": "label_separator", "focal_gamma": "focal_gamma", "doc_stride": "doc_stride",
     "max_query_length": "max_query_length", "max_answer_length": "max_answer_length", "n_best_size": "n_best_size",
     "null_score_threshold": "null_score_threshold",
@@ -56,6 +57,9 @@ def register(commands) -> None:
     classify.add_argument("--text-column", help="default: GLUE's and common names (sentence, #1 String, text, ...)")
     classify.add_argument("--text-pair-column", help="second text, for sentence-pair tasks")
     classify.add_argument("--label-column")
+    classify.add_argument("--label-names", type=_names, metavar="NAME,NAME,...",
+                          help="the classes' names in id order, e.g. negative,positive: the data's labels are "
+                               "these names or their ids 0, 1, ... (default: the labels as written)")
     classify.add_argument("--multi-label", action="store_true", help="any number of labels per example")
     classify.add_argument("--label-separator",
                           help="between labels in a CSV/TSV cell (multi-label)")
@@ -69,6 +73,10 @@ def register(commands) -> None:
     squad.add_argument("--n-best-size", type=int)
     squad.add_argument("--null-score-threshold", type=float)
     parser.set_defaults(run=run)
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in text.split(","))
 
 
 def config_from_args(args):

@@ -59,7 +59,7 @@ class ClassificationTask(FinetuneTask):
             raise ValueError("ClassificationTask: learn the labels from the training file first (fit_labels=True).")
         if fit_labels:
             labels = [name for labels in examples.labels for name in labels] if self.spec.multi_label else examples.labels
-            label_names = label_vocabulary(labels)
+            label_names = self.label_names or label_vocabulary(labels)  # named by the user, or the file's
             if not self.spec.multi_label and len(label_names) < 2:
                 raise ValueError(f"{path}: only one label ({label_names[0]!r}); classification needs two or more.")
             # The dev file and the saved model use the same columns.
@@ -81,10 +81,12 @@ class ClassificationTask(FinetuneTask):
 
     def _encode(self, examples: ClassificationExamples) -> np.ndarray:
         if not self.spec.multi_label:
-            return np.array(encode_labels(examples.labels, self.label_names, examples.source, examples.lines), np.int32)
+            return np.array(encode_labels(examples.labels, self.label_names, examples.source, examples.lines,
+                                          accept_ids=True), np.int32)
         multi_hot = np.zeros([len(examples), len(self.label_names)], np.float32)
         for row, (labels, line) in enumerate(zip(examples.labels, examples.lines)):
-            multi_hot[row, encode_labels(labels, self.label_names, examples.source, [line] * len(labels))] = 1.0
+            ids = encode_labels(labels, self.label_names, examples.source, [line] * len(labels), accept_ids=True)
+            multi_hot[row, ids] = 1.0
         return multi_hot
 
     def dataset(self, data: ClassificationData):

@@ -50,6 +50,9 @@ class FinetuneConfig:
     text_column: str | None = None  # None: GLUE's and common column names (pipelines.classification_data)
     text_pair_column: str | None = None
     label_column: str | None = None
+    # The class names in id order (Hugging Face's id2label); the files' labels are these names or their ids
+    # 0 .. n-1. Empty: the training file's labels, numerically or alphabetically sorted (pipelines.labels).
+    label_names: tuple[str, ...] = ()
     multi_label: bool = False  # each example has any number of labels (sigmoid per class)
     label_separator: str = TaskSpec.label_separator  # between the labels of a CSV/TSV cell (multi_label)
     class_weights: bool = False  # weight the loss by n / (k * count) per class, from the training labels
@@ -85,9 +88,12 @@ class FinetuneConfig:
             raise ValueError("FinetuneConfig: early stopping needs a dev_file to score.")
         if self.task != "classify":
             classification_only = [name for name in ("multi_label", "class_weights", "focal_loss", "text_column",
-                                                     "text_pair_column", "label_column") if getattr(self, name)]
+                                                     "text_pair_column", "label_column", "label_names") if getattr(self, name)]
             if classification_only:
                 raise ValueError(f"FinetuneConfig: {classification_only} apply to task 'classify' only.")
+        self.label_names = tuple(self.label_names)
+        if len(set(self.label_names)) != len(self.label_names) or not all(self.label_names):
+            raise ValueError(f"FinetuneConfig: label_names must be distinct and not empty, got {self.label_names!r}.")
         if self.multi_label and (self.class_weights or self.focal_loss):
             raise ValueError("FinetuneConfig: class_weights and focal_loss apply to single-label classification.")
         self.task_spec()  # the task's own checks (seq_length against the question, ...)
@@ -100,6 +106,7 @@ class FinetuneConfig:
         """The task definition this run starts from (the labels, columns and SQuAD version come from the data)."""
         return TaskSpec(task=self.task, seq_length=self.sequence_length(), multi_label=self.multi_label,
                         columns=(self.text_column, self.text_pair_column, self.label_column),
+                        label_names=self.label_names,
                         label_separator=self.label_separator, doc_stride=self.doc_stride,
                         max_query_length=self.max_query_length, max_answer_length=self.max_answer_length,
                         n_best_size=self.n_best_size, null_score_threshold=self.null_score_threshold)

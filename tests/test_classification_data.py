@@ -130,6 +130,18 @@ def test_label_vocabulary_order_and_unknown_labels():
         encode_labels(["a", "maybe"], ["a", "b"], "dev.tsv", [6, 7])
 
 
+def test_labels_may_be_given_by_their_ids_when_the_classes_have_names():
+    names = ["negative", "positive"]
+    assert encode_labels(["1", "negative", "0"], names, "f.tsv", [1, 2, 3], accept_ids=True) == [1, 0, 0]
+    with pytest.raises(ValueError, match=r"line 2: unknown label '2'; the model knows \['negative', 'positive'\] "
+                                         r"or their ids 0 to 1"):
+        encode_labels(["1", "2"], names, "f.tsv", [1, 2], accept_ids=True)
+    with pytest.raises(ValueError, match="unknown label '0'"):  # integer class names are never read as ids
+        encode_labels(["0"], ["1", "2"], "f.tsv", [1], accept_ids=True)
+    with pytest.raises(ValueError, match="unknown label '1'"):  # NER tags: names only
+        encode_labels(["1"], ["O", "B-PER"], "f.txt", [1])
+
+
 def test_tokenization_matches_the_preprocessor_and_truncates_pairs(tmp_path):
     tokenizer = bert_tf.BertTokenizer(write_vocab(tmp_path))
     texts, pairs = ["good film", "the plot was very very very bad"], ["nice", "it is awful and sad and poor"]

@@ -35,18 +35,19 @@ def finetune(workdir, task, train, *options):
 def test_classify_pairs_evaluate_and_predict(workdir, capsys):
     train = workdir / "pairs.tsv"
     train.write_text(MRPC_STYLE)
-    model = finetune(workdir, "classify", train)
+    model = finetune(workdir, "classify", train, "--label-names", "different, paraphrase")  # the ids 0 and 1
     assert "Dev scores (epoch 1):" in capsys.readouterr().out
-    assert bert_tf.load_model_directory(model).task.text_pair is True
+    spec = bert_tf.load_model_directory(model).task
+    assert spec.text_pair is True and spec.label_names == ("different", "paraphrase")
 
     assert main(["evaluate", "--model", str(model), "--data", str(train)]) == 0
     report = capsys.readouterr().out
-    assert report.startswith("accuracy ") and "MCC" in report and "\n0 " in report and "\n1 " in report
+    assert report.startswith("accuracy ") and "MCC" in report and "\ndifferent " in report and "\nparaphrase " in report
 
     assert main(["predict", "--model", str(model), "mary lives in paris", "it was bad", "--pair", "mary is in paris",
                  "--pair", "good", "--json"]) == 0
     results = json.loads(capsys.readouterr().out)
-    assert len(results) == 2 and all(r["label"] in ("0", "1") for r in results)
+    assert len(results) == 2 and all(r["label"] in ("different", "paraphrase") for r in results)
     assert all(r["probability"] == pytest.approx(max(r["probabilities"].values())) for r in results)
 
     assert main(["predict", "--model", str(model), "mary lives in paris"]) == 2  # a pair model needs --pair

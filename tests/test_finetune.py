@@ -154,6 +154,17 @@ def test_multi_label_from_jsonl(files, tmp_path):
     assert model.mode == "multi_label" and model.label_names == ["neg", "plot", "pos"]
 
 
+def test_label_names_name_the_classes_by_id(files, tmp_path):
+    """`--label-names negative,positive`: the file's labels 0/1 are ids; the model predicts the names."""
+    result = finetune(config(files, tmp_path, epochs=1, label_names=("negative", "positive")), progress=False)
+    assert set(result.metrics["per_class"]) == {"negative", "positive"}
+    directory = bert_tf.load_model_directory(tmp_path / "model")
+    assert directory.model.label_names == ["negative", "positive"]
+    assert directory.task.label_names == ("negative", "positive")
+    _, scores = evaluate(tmp_path / "model", files["dev"], progress=False)
+    assert scores["accuracy"] == pytest.approx(result.metrics["accuracy"])
+
+
 def test_config_checks_settings():
     with pytest.raises(ValueError, match="unknown task"):
         FinetuneConfig(task="tag", train_file="t", output_dir="o", init="tiny")
@@ -164,6 +175,10 @@ def test_config_checks_settings():
     assert FinetuneConfig(task="squad", train_file="t", output_dir="o", init="tiny").sequence_length() == 384
     with pytest.raises(ValueError, match="seq_length 40 is too short for task 'squad'"):
         FinetuneConfig(task="squad", train_file="t", output_dir="o", init="tiny", seq_length=40)
+    with pytest.raises(ValueError, match=r"label_names must be distinct and not empty, got \('a', 'a'\)"):
+        FinetuneConfig(task="classify", train_file="t", output_dir="o", init="tiny", label_names=("a", "a"))
+    with pytest.raises(ValueError, match=r"\['label_names'\] apply to task 'classify' only"):
+        FinetuneConfig(task="ner", train_file="t", output_dir="o", init="tiny", label_names=("a", "b"))
 
 
 def test_training_data_gives_the_batches_fit_trains_on_in_order(files, tmp_path, monkeypatch):
