@@ -121,6 +121,26 @@ class BertTokenizer(keras.layers.Layer):
         flat, restore = _flatten(text)
         return tuple(restore(part) for part in self._tokenize(flat, unit=unit))
 
+    def words(self, text):
+        """`(words, starts, ends)` of a 1-D string tensor, each [len(text), (words)]: BERT's words (split at
+        whitespace and around punctuation, as the reference's basic tokenizer), each as written in the text
+        (not lower-cased), with its code-point span (Python `str` indices, end exclusive).
+
+        Example:
+            >>> words, starts, ends = tokenizer.words(tf.constant(["Airbus, in Toulouse."]))  # doctest: +SKIP
+            >>> words.to_list(), starts.to_list()  # doctest: +SKIP
+            ([[b'Airbus', b',', b'in', b'Toulouse', b'.']], [[0, 6, 8, 11, 19]])
+        """
+        text = tf.convert_to_tensor(text, tf.string)
+        split = split_words(text, self._table)
+        first = tf.gather(split.sources.flat_values, split.chars.row_starts())
+        last = tf.gather(split.sources.flat_values, split.chars.row_limits() - 1)
+        byte_start, byte_end = _source_span(split, first, last, "BYTE")
+        starts, ends = _source_span(split, first, last, "UTF8_CHAR")
+        written = tf.strings.substr(tf.gather(text, split.rows), byte_start, byte_end - byte_start)
+        return tuple(tf.RaggedTensor.from_value_rowids(values, split.rows, nrows=tf.shape(text, tf.int64)[0])
+                     for values in (written, tf.cast(starts, tf.int32), tf.cast(ends, tf.int32)))
+
     def tokenize_to_strings(self, text):
         """The token strings (`b"hello"`, `b"##s"`), shaped as `tokenize`."""
         return self.id_to_token(self.tokenize(text))

@@ -5,13 +5,13 @@ Texts come from the command line, printed as a table (or `--json`), or from a fi
 `--batch-size` lines. Input lines are JSON objects or plain text, a tab before a second text:
 
     {"text": "a gripping film", "text_b": "it was good"}    classification (text_b: pair models)
-    {"text": "EU rejects German call"}                       NER
+    {"text": "EU rejects German call."}                      NER
     {"question": "Who wrote it?", "context": "Mary did."}   SQuAD
     a gripping film<TAB>it was good                          text<TAB>text_b, or question<TAB>context
 
 Each output line is the task's result: classification {"label", "probability", "probabilities"}
-(multi-label: {"labels", "probabilities"}), NER {"words", "tags"}, SQuAD {"text", "start", "end",
-"score", "probability"}.
+(multi-label: {"labels", "probabilities"}), NER {"entities": [{"type", "text", "start", "end",
+"score"}], "words", "tags"}, SQuAD {"text", "start", "end", "score", "probability"}.
 
 Example:
     $ bert-tf predict --model sst2_model --input reviews.jsonl --output predictions.jsonl
@@ -39,7 +39,8 @@ def register(commands) -> None:
     parser = commands.add_parser(
         "predict", help="predict with a fine-tuned model: class, entity tags or answer",
         description="Classification: the class and its probability per text (--pair gives each text its second "
-                    "text). NER: word/TAG for every whitespace-separated word. SQuAD: the answer to --question in "
+                    "text). NER: word/TAG for every word (split at whitespace and punctuation) and the entities they "
+                    "make. SQuAD: the answer to --question in "
                     "--context (repeat both for several questions). --input FILE (or - for stdin) reads one "
                     "example per line instead, as JSON ({\"text\", \"text_b\"}, {\"text\"} or {\"question\", "
                     "\"context\"}) or as text (a tab before the second text or the context), and writes one JSON "
@@ -82,6 +83,10 @@ def predict_with(predictor, args) -> tuple[str, list]:
         return "squad", predictor.answer(args.question, args.context)
     if not args.texts:
         raise ValueError("Give one or more texts to predict, or --input FILE.")
+    if predictor.task_name == "ner":
+        if args.pair:
+            raise ValueError("NER models tag single texts; they take no --pair.")
+        return "ner", predictor.recognize(args.texts)
     return predictor.task_name, predictor.predict_texts(args.texts, args.pair)
 
 
@@ -162,8 +167,7 @@ def predict_batch(predictor, examples: list[dict]) -> list[dict]:
     if predictor.task_name == "squad":
         results = predictor.answer([e["question"] for e in examples], [e["context"] for e in examples])
     elif predictor.task_name == "ner":
-        results = [{"words": [word for word, _ in tagged], "tags": [tag for _, tag in tagged]}
-                   for tagged in predictor.tag([example["text"] for example in examples])]
+        results = predictor.recognize([example["text"] for example in examples])
     else:
         results = predictor.classify([example["text"] for example in examples],
                                      [e["text_b"] for e in examples] if "text_b" in examples[0] else None)
@@ -206,8 +210,10 @@ def print_results(task: str, args, results: list) -> None:
         for question, answer in zip(args.question, results):
             print(f"{answer['text'] or '(no answer)'}\t{answer['probability']:.4f}\t{question}")
     elif task == "ner":
-        for tagged in results:
-            print(" ".join(f"{word}/{tag}" for word, tag in tagged))
+        for result in results:
+            print(" ".join(f"{word}/{tag}" for word, tag in zip(result["words"], result["tags"])))
+            for entity in result["entities"]:
+                print(f"  {entity['type']}\t{entity['text']}\t{entity['score']:.4f}")
     else:
         for text, result in zip(args.texts, results):
             label = ",".join(result["labels"]) if "labels" in result else result["label"]

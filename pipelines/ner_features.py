@@ -29,7 +29,7 @@ import tensorflow as tf
 
 from bert_tf.tasks.ner import word_windows
 from bert_tf.tokenizer import BertTokenizer
-from bert_tf.word_alignment import align_word_labels, first_piece_positions, word_predictions
+from bert_tf.word_alignment import align_word_labels, first_piece_positions
 from pipelines.bucketing import rows_dataset
 
 WORDS_PER_CALL = 16384  # words tokenized per graph call
@@ -86,12 +86,21 @@ def ner_features(
     return NerFeatures(ids, word_ids, sentence_index, labels)
 
 
+def sentence_word_logits(
+    features: NerFeatures, logits: Sequence[np.ndarray], sentence_lengths: Sequence[int]
+) -> list[np.ndarray]:
+    """The logits [words, labels] of every word of every sentence (its first piece's), from each sequence's
+    logits [length, labels]."""
+    num_labels = np.shape(logits[0])[-1] if len(logits) else 0
+    word_logits = [np.zeros([length, num_labels], np.float32) for length in sentence_lengths]
+    for sequence_logits, word_ids, sentence in zip(logits, features.word_ids, features.sentence_index):
+        positions = first_piece_positions(word_ids)
+        word_logits[sentence][word_ids[positions]] = np.asarray(sequence_logits)[positions]
+    return word_logits
+
+
 def sentence_predictions(
     features: NerFeatures, logits: Sequence[np.ndarray], sentence_lengths: Sequence[int]
 ) -> list[np.ndarray]:
     """The predicted label id of every word of every sentence, from each sequence's logits [length, labels]."""
-    predictions = [np.zeros(length, np.int64) for length in sentence_lengths]
-    for sequence_logits, word_ids, sentence in zip(logits, features.word_ids, features.sentence_index):
-        positions = first_piece_positions(word_ids)
-        predictions[sentence][word_ids[positions]] = word_predictions(sequence_logits, positions)
-    return predictions
+    return [word_logits.argmax(axis=-1) for word_logits in sentence_word_logits(features, logits, sentence_lengths)]

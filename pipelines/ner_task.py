@@ -3,7 +3,10 @@
 Tags are read as BIO or IOB1 and trained as BIO (`pipelines.conll.to_bio`); the label
 names are the BIO tags of the training file. Scores (`bert_tf.metrics.ner_scores`):
 entity-level precision, recall and F1 (micro over all entities), token accuracy, and per
-entity type. Predictions are one tag per word.
+entity type. Predictions are one tag per word and the entities they make (Hugging Face's
+`aggregation_strategy="simple"`, `bert_tf.tasks.ner.word_entities`): `{"type", "text", "start",
+"end", "score"}`, with character offsets into the text (a file's sentence is its words joined by
+spaces). Raw text is split into words as BERT's basic tokenizer does (`BertTokenizer.words`).
 
 Example:
     >>> task = NerTask(tokenizer, TaskSpec(task="ner", seq_length=128))  # doctest: +SKIP
@@ -16,32 +19,46 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import tensorflow as tf
 
 from bert_tf.metrics import ner_scores
-from bert_tf.tasks.ner import split_words
+from bert_tf.tasks.ner import word_entities
 from bert_tf.tasks.text_budget import cut_text
 from bert_tf.token_classifier import BertTokenClassifier
 from bert_tf.word_alignment import IGNORE_LABEL
 from pipelines.conll import Sentence, read_conll, to_bio
 from pipelines.finetune_task import FinetuneTask
 from pipelines.labels import encode_labels, label_vocabulary
-from pipelines.ner_features import NerFeatures, ner_features, sentence_predictions
+from pipelines.ner_features import NerFeatures, ner_features, sentence_word_logits
 
 
 @dataclasses.dataclass
 class NerExamples:
     source: str  # the file (named in errors)
     sentences: list[Sentence]  # tags in BIO
+    texts: list[str] | None = None  # the raw texts the words come from (None: the words joined by spaces)
+    spans: list[list[tuple[int, int]]] | None = None  # each word's character start and end in its text
 
     def __len__(self) -> int:
         return len(self.sentences)
 
+    def __post_init__(self):
+        if self.texts is None:
+            self.texts = [" ".join(sentence.words) for sentence in self.sentences]
+            starts = [np.cumsum([0] + [len(word) + 1 for word in sentence.words[:-1]]) for sentence in self.sentences]
+            self.spans = [[(int(start), int(start) + len(word)) for start, word in zip(row, sentence.words)]
+                          for row, sentence in zip(starts, self.sentences)]
+
 
 @dataclasses.dataclass
 class NerData:
-    sentences: list[Sentence]
+    examples: NerExamples
     features: NerFeatures
+
+    @property
+    def sentences(self) -> list[Sentence]:
+        return self.examples.sentences
 
 
 class NerTask(FinetuneTask):
@@ -68,7 +85,8 @@ class NerTask(FinetuneTask):
         return NerExamples(str(path), sentences)
 
     def subset(self, examples: NerExamples, indices) -> NerExamples:
-        return NerExamples(examples.source, [examples.sentences[index] for index in indices])
+        return NerExamples(examples.source, [examples.sentences[index] for index in indices],
+                           [examples.texts[index] for index in indices], [examples.spans[index] for index in indices])
 
     def prepare(self, examples: NerExamples, training: bool) -> NerData:
         sentences = examples.sentences
@@ -78,7 +96,7 @@ class NerTask(FinetuneTask):
                            for sentence in sentences]
         features = ner_features([sentence.words for sentence in sentences], self.tokenizer, self.seq_length,
                                 word_labels)
-        return NerData(sentences, features)
+        return NerData(examples, features)
 
     def dataset(self, data: NerData):
         return data.features.dataset(), data.features.lengths
@@ -87,24 +105,48 @@ class NerTask(FinetuneTask):
         return BertTokenClassifier(encoder, num_labels=len(self.label_names), label_names=self.label_names,
                                    dropout=dropout)
 
-    def _predicted_tags(self, data: NerData, outputs) -> list[list[str]]:
-        ids = sentence_predictions(data.features, outputs, [len(sentence.words) for sentence in data.sentences])
-        return [[self.label_names[index] for index in sentence] for sentence in ids]
+    def _word_logits(self, data: NerData, outputs) -> list[np.ndarray]:
+        return sentence_word_logits(data.features, outputs, [len(sentence.words) for sentence in data.sentences])
 
     def scores(self, data: NerData, outputs) -> dict:
-        return ner_scores([sentence.tags for sentence in data.sentences], self._predicted_tags(data, outputs))
+        predicted = [[self.label_names[index] for index in logits.argmax(axis=-1)]
+                     for logits in self._word_logits(data, outputs)]
+        return ner_scores([sentence.tags for sentence in data.sentences], predicted)
 
-    def predictions(self, data: NerData, outputs) -> list[list[tuple[str, str]]]:
-        return [list(zip(sentence.words, tags))
-                for sentence, tags in zip(data.sentences, self._predicted_tags(data, outputs))]
+    def predictions(self, data: NerData, outputs) -> list[dict]:
+        """Per sentence: `{"entities": [{"type", "text", "start", "end", "score"}, ...], "words", "tags"}`."""
+        word_logits = self._word_logits(data, outputs)
+        lengths = [len(logits) for logits in word_logits]
+        logits = np.concatenate(word_logits) if word_logits else np.zeros([0, len(self.label_names)], np.float32)
+        probabilities = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        probabilities /= probabilities.sum(axis=-1, keepdims=True)
+        tag_ids = logits.argmax(axis=-1)
+        spans = np.array([span for spans in data.examples.spans for span in spans], np.int32).reshape([-1, 2])
+
+        def per_sentence(values):
+            return tf.RaggedTensor.from_row_lengths(values, lengths)
+
+        entities = word_entities(per_sentence(tag_ids.astype(np.int32)), per_sentence(probabilities.max(axis=-1)),
+                                 per_sentence(spans[:, 0]), per_sentence(spans[:, 1]), self.label_names)
+        results = []
+        for row, (sentence, text) in enumerate(zip(data.sentences, data.examples.texts)):
+            found = [{"type": kind.decode("utf-8"), "text": text[start:end], "start": start, "end": end,
+                      "score": score}
+                     for kind, start, end, score in zip(*(values[row].numpy().tolist() for values in entities))]
+            results.append({"entities": found, "words": sentence.words,
+                            "tags": [self.label_names[index] for index in word_logits[row].argmax(axis=-1)]})
+        return results
 
     def examples_from_texts(self, texts) -> NerExamples:
-        """Sentences to tag from strings: each cut to `max_text_bytes`, split into words at whitespace
-        (`bert_tf.tasks.ner.split_words`, as the SavedModel splits them)."""
-        words = split_words(cut_text(tf.constant(list(texts), tf.string), self.spec.max_text_bytes)).to_list()
+        """Sentences to tag from strings: each cut to `max_text_bytes`, split into words as BERT's basic
+        tokenizer splits them (`BertTokenizer.words`, as the SavedModel splits them)."""
+        cut = cut_text(tf.constant(list(texts), tf.string), self.spec.max_text_bytes)
+        texts = [text.decode("utf-8") for text in cut.numpy().tolist()]
+        words, starts, ends = (part.to_list() for part in self.tokenizer.words(cut))
         sentences = [Sentence([word.decode("utf-8") for word in sentence], None, line)
                      for line, sentence in enumerate(words, start=1)]
         empty = [sentence.line for sentence in sentences if not sentence.words]
         if empty:
             raise ValueError(f"Text {empty[0]} has no words to tag.")
-        return NerExamples("<texts>", sentences)
+        return NerExamples("<texts>", sentences, texts,
+                           [list(zip(row_starts, row_ends)) for row_starts, row_ends in zip(starts, ends)])

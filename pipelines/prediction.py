@@ -4,15 +4,19 @@ Load once with `Predictor(model_dir)` and call the method of its task, or use th
 one-call functions:
 - classification: `{"label", "probability", "probabilities": {label: p}}` per text
   (multi-label: `{"labels", "probabilities"}`);
-- NER: `[(word, tag), ...]` per text (words split at whitespace);
+- NER: `{"entities": [{"type", "text", "start", "end", "score"}, ...], "words", "tags"}` per text
+  (`recognize`; words split as BERT's basic tokenizer splits them, entities grouped as Hugging
+  Face's `aggregation_strategy="simple"`, character offsets), or `[(word, tag), ...]` (`tag`);
 - SQuAD: `{"text", "start", "end", "score", "probability"}` per question (character offsets
   into its context; "" for no answer).
 
 Example:
     >>> predict_texts("sst2_model", ["a gripping, funny film", "dull and far too long"])  # doctest: +SKIP
     [{'label': '1', 'probability': 0.93, ...}, {'label': '0', 'probability': 0.88, ...}]
-    >>> predict_texts("conll_model", ["EU rejects German call"])  # doctest: +SKIP
-    [[('EU', 'B-ORG'), ('rejects', 'O'), ('German', 'B-MISC'), ('call', 'O')]]
+    >>> predict_texts("conll_model", ["EU rejects German call."])  # doctest: +SKIP
+    [[('EU', 'B-ORG'), ('rejects', 'O'), ('German', 'B-MISC'), ('call', 'O'), ('.', 'O')]]
+    >>> Predictor("conll_model").recognize(["EU rejects German call."])[0]["entities"]  # doctest: +SKIP
+    [{'type': 'ORG', 'text': 'EU', 'start': 0, 'end': 2, 'score': 0.99}, {'type': 'MISC', 'text': 'German', ...}]
     >>> answer_questions("squad_model", ["Who wrote it?"], ["It was written by Mary Shelley."])  # doctest: +SKIP
     [{'text': 'Mary Shelley', 'start': 18, 'end': 30, 'score': 9.1, 'probability': 0.71}]
 """
@@ -50,10 +54,14 @@ class Predictor:
         self._require("classify")
         return self._predict(self.task.examples_from_texts(texts, text_pairs))
 
-    def tag(self, texts: Sequence[str]) -> list[list[tuple[str, str]]]:
-        """The entity tag of each whitespace-separated word of each text."""
+    def recognize(self, texts: Sequence[str]) -> list[dict]:
+        """The entities of each text, and the tag of each of its words."""
         self._require("ner")
         return self._predict(self.task.examples_from_texts(texts))
+
+    def tag(self, texts: Sequence[str]) -> list[list[tuple[str, str]]]:
+        """The entity tag of each word of each text."""
+        return [list(zip(result["words"], result["tags"])) for result in self.recognize(texts)]
 
     def answer(self, questions: Sequence[str], contexts: Sequence[str]) -> list[dict]:
         """The answer span of each question in its context."""

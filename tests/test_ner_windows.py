@@ -103,14 +103,22 @@ def test_the_saved_model_tags_every_word_as_the_prediction_pipeline(tmp_path):
     signatures = tf.saved_model.load(str(export_saved_model(model_dir, tmp_path / "models", "ner"))).signatures
     texts = long_texts()
     outputs = signatures["serving_default"](text=tf.constant(texts))
-    for row, tagged in enumerate(Predictor(model_dir).tag(texts)):
-        words = [word.decode() for word in outputs["words"][row].numpy()[:len(tagged)]]
-        tags = [tag.decode() for tag in outputs["word_tags"][row].numpy()[:len(tagged)]]
-        assert list(zip(words, tags)) == tagged
-        assert set(outputs["word_tags"][row].numpy()[len(tagged):]) <= {b""}
+    recognized = Predictor(model_dir).recognize(texts)
+    assert sum(len(result["entities"]) for result in recognized) > 10
+    for row, result in enumerate(recognized):
+        count = len(result["words"])
+        assert [word.decode() for word in outputs["words"][row].numpy()[:count]] == result["words"]
+        assert [tag.decode() for tag in outputs["word_tags"][row].numpy()[:count]] == result["tags"]
+        assert set(outputs["word_tags"][row].numpy()[count:]) <= {b""}
+        served = [{"type": kind.decode(), "text": text.decode(), "start": start, "end": end, "score": score}
+                  for kind, text, start, end, score in zip(*(outputs[f"entity_{name}"][row].numpy().tolist() for name in (
+                      "type", "text", "char_start", "char_end", "score"))) if kind]
+        assert [{**entity, "score": pytest.approx(entity["score"], abs=1e-5)} for entity in result["entities"]] == served
+        assert all(texts[row][entity["start"]:entity["end"]] == entity["text"] for entity in served)
 
     # The windows are the pipeline's sequences, and their probabilities the Keras model's on them.
-    features = ner_features([text.split() for text in texts], bert_tf.BertTokenizer(vocab_file), SEQ_LENGTH)
+    words = [result["words"] for result in recognized]
+    features = ner_features(words, bert_tf.BertTokenizer(vocab_file), SEQ_LENGTH)
     ids = signatures["preprocess"](text=tf.constant(texts))
     present = ids["input_mask"].numpy()[:, :, 0] == 1  # [batch, most windows]: the windows each text has
     assert np.flatnonzero(present.ravel()).size == len(features.input_word_ids)

@@ -224,11 +224,15 @@ def test_ner_tags_of_long_sentences_agree_on_every_path(tmp_path, capsys):
                  "--vocab", str(write_vocab(tmp_path)), "--out", str(model_dir), "--epochs", "3", "--batch-size", "8",
                  "--learning-rate", "1e-3", "--seq-length", "16"]) == 0
     texts = [" ".join(words) for words, _ in dev_sentences]
-    local = [[tuple(pair) for pair in tagged] for tagged in cli_json(capsys, "predict", "--model", str(model_dir), *texts)]
+    local = cli_json(capsys, "predict", "--model", str(model_dir), *texts)
     evaluated = cli_json(capsys, "evaluate", "--model", str(model_dir), "--data", str(dev))
 
-    remote = served(model_dir, tmp_path / "models", "ner", lambda predictor, _: predictor.tag(texts))
-    assert remote == local
+    recognized = served(model_dir, tmp_path / "models", "ner", lambda predictor, _: predictor.recognize(texts))
+    for result in local:
+        result["entities"] = [{**entity, "score": pytest.approx(entity["score"], abs=1e-5)}
+                              for entity in result["entities"]]
+    assert recognized == local and sum(len(result["entities"]) for result in local) > 16
+    remote = [list(zip(result["words"], result["tags"])) for result in recognized]
     assert all(len(tagged) == len(words) and "" not in dict(tagged).values()
                for tagged, (words, _) in zip(remote, dev_sentences))
     scores = bert_tf.metrics.ner_scores([tags for _, tags in dev_sentences], [[tag for _, tag in s] for s in remote])

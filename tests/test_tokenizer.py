@@ -120,6 +120,22 @@ def test_hard_cases_match_reference(pair):
     assert [HARD_CASES[i] for i in bad] == []
 
 
+def test_words_are_the_references_words_as_written(pair, shared_data):
+    """`words`: the reference's words (its tokens grouped by word id), each spanning its tokens, as written."""
+    ours, reference = pair
+    texts = HARD_CASES + conll_sentences(shared_data, files=("valid",))[:300] + ["Airbus, in Toulouse.", "U.S.-based"]
+    words, starts, ends = (part.to_list() for part in ours.words(tf.constant(texts)))
+    for text, encoding, row_words, row_starts, row_ends in zip(
+            texts, reference.encode_batch(texts, add_special_tokens=False), words, starts, ends):
+        spans = {}
+        for word, (start, end) in zip(encoding.word_ids, encoding.offsets):
+            first, last = spans.get(word, (start, end))
+            spans[word] = (min(first, start), max(last, end))
+        assert list(zip(row_starts, row_ends)) == [spans[word] for word in sorted(spans)], text
+        assert [word.decode("utf-8") for word in row_words] == [text[start:end] for start, end in spans.values()]
+    assert words[-2:] == [[b"Airbus", b",", b"in", b"Toulouse", b"."], [b"U", b".", b"S", b".", b"-", b"based"]]
+
+
 def test_data_subset_matches_reference(pair, shared_data):
     ours, reference = pair
     texts = (

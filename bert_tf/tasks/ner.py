@@ -7,6 +7,10 @@ it; a word longer than a whole window is alone in its window and keeps its first
 without pieces (e.g. only control characters) becomes `[UNK]`, so every word has a first piece
 and a prediction. A sentence without words is one window `[CLS] [SEP]`.
 
+Raw text is split into words as BERT's basic tokenizer splits it, at whitespace and around
+punctuation ("Airbus." → "Airbus", "."; `BertTokenizer.words`), and the tagged words are grouped
+into entities as Hugging Face's `aggregation_strategy="simple"` groups them (`word_entities`).
+
 The rule is sequential, but each window's end follows from its start alone (the first word
 whose pieces overflow it, by a search in the running piece counts), so a `tf.while_loop` walks
 from window to window, all sentences at once: the work stays linear in the number of words.
@@ -25,14 +29,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from typing import Sequence
+
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from bert_tf.vocabulary import Vocabulary
-
-# Python's str.split() whitespace (what `bert-tf predict` splits words at): RE2's \s, \v, the separators
-# U+001C..U+001F, U+0085, and Unicode category Z. (tensorflow-text's WhitespaceTokenizer cut "\u00a0" in half.)
-WHITESPACE = r"[\s\x{0b}\x{1c}-\x{1f}\x{85}\p{Z}]+"
 
 
 class WordWindows(NamedTuple):
@@ -111,11 +112,6 @@ def word_windows(pieces: tf.RaggedTensor, seq_length: int, vocabulary: Vocabular
     )
 
 
-def split_words(text: tf.Tensor) -> tf.RaggedTensor:
-    """Texts [batch] → words [batch, (words)], split at whitespace as Python's `str.split()` does."""
-    return tf_text.regex_split(text, WHITESPACE)
-
-
 def window_inputs(windows: WordWindows, seq_length: int, pad_id: int) -> dict[str, tf.Tensor]:
     """The three id tensors of all windows of the batch, int32 [windows, seq_length]."""
     tokens = windows.input_word_ids.values
@@ -141,3 +137,48 @@ def word_values(per_window: tf.Tensor, windows: WordWindows) -> tf.RaggedTensor:
     where = tf.stack([window.value_rowids(), tf.cast(window.flat_values, tf.int64),
                       tf.cast(position.flat_values, tf.int64)], axis=1)
     return window.with_flat_values(tf.gather_nd(per_window, where))
+
+
+class Entities(NamedTuple):
+    """The entities of a batch of texts, each [batch, (entities)]."""
+
+    types: tf.RaggedTensor  # string: the tags' type ("PER" of "B-PER" and "I-PER")
+    starts: tf.RaggedTensor  # int32: its first word's start (code points)
+    ends: tf.RaggedTensor  # int32: its last word's end (exclusive)
+    scores: tf.RaggedTensor  # float32: the mean over its words of their tag's probability
+
+
+def word_entities(tag_ids: tf.RaggedTensor, scores: tf.RaggedTensor, starts: tf.RaggedTensor, ends: tf.RaggedTensor,
+                  label_names: Sequence[str]) -> Entities:
+    """Entities from tagged words [batch, (words)], as Hugging Face's `aggregation_strategy="simple"`.
+
+    A word tagged "B-X", or "I-X" after a word not of type X, opens an entity of type X; "I-X"
+    after a word of type X continues it; "O" closes it. (A tag without "B-"/"I-" is its own type.)
+
+    Example:
+        >>> # words "Mary lives in New York" tagged B-PER O O B-LOC I-LOC
+        >>> entities = word_entities(tag_ids, scores, starts, ends, ["B-LOC", "B-PER", "I-LOC", "O"])  # doctest: +SKIP
+        >>> entities.types.to_list(), entities.starts.to_list(), entities.ends.to_list()  # doctest: +SKIP
+        ([[b'PER', b'LOC']], [[0, 14]], [[4, 22]])
+    """
+    kinds = [name[2:] if name[:2] in ("B-", "I-") else name for name in label_names]
+    type_names = sorted({kind for kind in kinds if kind != "O"})
+    tag = tag_ids.flat_values
+    kind = tf.gather([type_names.index(kind) if kind != "O" else -1 for kind in kinds], tag)
+    begins = tf.gather([name.startswith("B-") for name in label_names], tag)
+    first_word = tf.equal(tf.range(tf.size(tag, tf.int64)), tf.gather(tag_ids.row_starts(), tag_ids.value_rowids()))
+    previous = tf.where(first_word, -1, tf.concat([[-1], kind[:-1]], 0))
+    in_entity = kind >= 0
+    opens = in_entity & (begins | tf.not_equal(kind, previous))
+    member = tf.boolean_mask(tf.cumsum(tf.cast(opens, tf.int32)) - 1, in_entity)  # each entity word's entity
+    count = tf.reduce_sum(tf.cast(opens, tf.int32))
+
+    def per_entity(values, reduce):
+        return reduce(tf.boolean_mask(values.flat_values, in_entity), member, count)
+
+    rows = tf.boolean_mask(tag_ids.value_rowids(), opens)
+    return Entities(*(tf.RaggedTensor.from_value_rowids(values, rows, nrows=tag_ids.nrows()) for values in (
+        tf.gather(tf.constant(type_names or [""], tf.string), tf.boolean_mask(kind, opens)),
+        per_entity(starts, tf.math.unsorted_segment_min),
+        per_entity(ends, tf.math.unsorted_segment_max),
+        per_entity(tf.cast(scores, tf.float32), tf.math.unsorted_segment_mean))))

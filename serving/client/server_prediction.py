@@ -6,8 +6,8 @@ The model must be a bert-tf export with text signatures (`serving.export.saved_m
 the task:
 - classify: `{"label", "probability", "probabilities": {label: p}}` per text, or for a
   multi-label model `{"labels": [labels with p ≥ its multi_label_threshold], "probabilities": {label: p}}`;
-- ner: `[(word, tag), ...]` per text (words split at whitespace; words beyond the
-  model's `seq_length` get the tag "");
+- ner: `{"entities": [{"type", "text", "start", "end", "score"}, ...], "words", "tags"}` per text
+  (`recognize`), or `[(word, tag), ...]` (`tag`); words split as BERT's basic tokenizer splits them;
 - squad: `{"text", "start", "end", "score", "probability"}` per question (character
   offsets into its context; "" for no answer), the best span over every window of the
   context, as the local pipeline finds it (`bert_tf.tasks.squad`).
@@ -86,13 +86,28 @@ class ServerPredictor:
                                 "probabilities": probabilities})
         return results
 
-    def tag(self, texts: Sequence[str]) -> list[list[tuple[str, str]]]:
-        """The entity tag of each whitespace-separated word of each text."""
+    def recognize(self, texts: Sequence[str]) -> list[dict]:
+        """The entities of each text, and the tag of each of its words."""
         self._require("ner")
         with self._one_line_errors():
-            outputs = self.client.predict({"text": list(texts)}, output_filter=["word_tags"])
-        return [[(word, tag) for word, tag in zip(text.split(), map(_text, tags))]
-                for text, tags in zip(texts, outputs["word_tags"])]
+            outputs = self.client.predict({"text": list(texts)}, output_filter=[
+                "words", "word_tags", "entity_type", "entity_text", "entity_char_start", "entity_char_end",
+                "entity_score"])
+        results = []
+        for row, words in enumerate(outputs["words"]):
+            count = sum(1 for word in words if word)  # "" only after the last word
+            entities = [{"type": _text(kind), "text": _text(text), "start": int(start), "end": int(end),
+                         "score": float(score)}
+                        for kind, text, start, end, score in zip(*(outputs[name][row] for name in (
+                            "entity_type", "entity_text", "entity_char_start", "entity_char_end", "entity_score")))
+                        if kind]
+            results.append({"entities": entities, "words": [_text(word) for word in words[:count]],
+                            "tags": [_text(tag) for tag in outputs["word_tags"][row][:count]]})
+        return results
+
+    def tag(self, texts: Sequence[str]) -> list[list[tuple[str, str]]]:
+        """The entity tag of each word of each text."""
+        return [list(zip(result["words"], result["tags"])) for result in self.recognize(texts)]
 
     def answer(self, questions: Sequence[str], contexts: Sequence[str]) -> list[dict]:
         """The answer span of each question in its context."""

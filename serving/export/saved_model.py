@@ -179,12 +179,16 @@ class TextSignatures:
     - classify, encoder/pretrainer: `BertPreprocessor` (pairs cut by the task's `truncation`, as in training);
       classifiers pad each batch only to its longest text (their outputs do not depend on
       padding), the others to `seq_length`.
-    - ner: the text is split into words at whitespace (as Python's `str.split()` does, which
-      `pipelines.prediction` uses), each word into pieces, and the words into windows of
-      `seq_length` tokens as `bert-tf predict` does (`bert_tf.tasks.ner`); a word's tag is
-      its first piece's. The per-token outputs are per window, [batch, most windows,
-      seq_length, ...] (zeros and "" for the windows a text does not have). Extra outputs:
-      `words` and `word_tags` (string [batch, most words], "" only after the last word).
+    - ner: the text is split into words as BERT's basic tokenizer splits it (at whitespace and
+      around punctuation, `BertTokenizer.words`, as `pipelines.prediction` does), each word into
+      pieces, and the words into windows of `seq_length` tokens as `bert-tf predict` does
+      (`bert_tf.tasks.ner`); a word's tag is its first piece's. The per-token outputs are per
+      window, [batch, most windows, seq_length, ...] (zeros and "" for the windows a text does
+      not have). Extra outputs: `words` and `word_tags` (string [batch, most words], "" only after
+      the last word), and the entities (`bert_tf.tasks.ner.word_entities`, Hugging Face's
+      "simple" aggregation), [batch, most entities]: `entity_type`, `entity_text` (string, ""
+      after the last), `entity_char_start`, `entity_char_end` (int32 code-point offsets, end
+      exclusive) and `entity_score` (float32).
     - squad: the question and its context become doc-stride windows and the answer is the
       best span over all of them, as `bert-tf predict` finds it (`bert_tf.tasks.squad`,
       the directory's `doc_stride`, `max_query_length`, `max_answer_length`, `n_best_size`,
@@ -212,7 +216,7 @@ class TextSignatures:
     def preprocess(self, texts: list[tf.Tensor]) -> dict[str, tf.Tensor]:
         """The three id tensors, int32 [batch, seq_length] (ner, squad: [batch, most windows, seq_length])."""
         if self.spec.task == "ner":
-            ids, windows = self._ner_windows(texts[0])
+            ids, windows, _ = self._ner_windows(texts[0])
             return _per_example(ids, windows.input_word_ids.row_lengths())
         if self.spec.task == "squad":
             ids, windows, _, _ = self._squad_windows(*texts)
@@ -230,19 +234,24 @@ class TextSignatures:
         return task_outputs(self.spec, self.fixed(texts))
 
     def _ner_windows(self, text):
-        """(ids [windows, seq_length] each, the `WordWindows` of the text's words)."""
-        windows = ner.word_windows(self.tokenizer.tokenize(self._words(text)), self.spec.seq_length,
-                                   self.spec.vocabulary)
-        return ner.window_inputs(windows, self.spec.seq_length, self.spec.vocabulary.pad_id), windows
+        """(ids [windows, seq_length] each, the `WordWindows` of the text's words, the text's words)."""
+        text = cut_text(text, self.spec.task_spec.max_text_bytes)
+        words = self.tokenizer.words(text)
+        windows = ner.word_windows(self.tokenizer.tokenize(words[0]), self.spec.seq_length, self.spec.vocabulary)
+        return ner.window_inputs(windows, self.spec.seq_length, self.spec.vocabulary.pad_id), windows, (text, *words)
 
     def _ner_outputs(self, text):
-        ids, windows = self._ner_windows(text)
+        ids, windows, (text, words, starts, ends) = self._ner_windows(text)
         outputs = _per_example(task_outputs(self.spec, ids), windows.input_word_ids.row_lengths())
-        return {**outputs, "words": self._words(text).to_tensor(""),
-                "word_tags": ner.word_values(outputs["tags"], windows).to_tensor("")}
-
-    def _words(self, text):
-        return ner.split_words(cut_text(text, self.spec.task_spec.max_text_bytes))
+        tag_ids = ner.word_values(outputs["tag_ids"], windows)
+        scores = ner.word_values(tf.reduce_max(outputs["probabilities"], axis=-1), windows)
+        entities = ner.word_entities(tag_ids, scores, starts, ends, self.spec.label_names)
+        entity_text = tf.strings.substr(tf.gather(text, entities.types.value_rowids()), entities.starts.flat_values,
+                                        entities.ends.flat_values - entities.starts.flat_values, unit="UTF8_CHAR")
+        return {**outputs, "words": words.to_tensor(""), "word_tags": ner.word_values(outputs["tags"], windows).to_tensor(""),
+                "entity_type": entities.types.to_tensor(""), "entity_text": entities.types.with_flat_values(
+                    entity_text).to_tensor(""), "entity_char_start": entities.starts.to_tensor(0),
+                "entity_char_end": entities.ends.to_tensor(0), "entity_score": entities.scores.to_tensor(0.0)}
 
     def _squad_windows(self, question, context):
         """(ids [windows, seq_length] each, `SquadWindows`, code-point start and end of each context token)."""
