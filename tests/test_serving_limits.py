@@ -9,6 +9,7 @@ import http.client
 import json
 import re
 import socket
+import time
 
 import grpc
 import numpy as np
@@ -284,3 +285,40 @@ def test_idle_and_kept_alive_connections_do_not_hold_the_workers(server, demo_si
     finally:
         for sock in idle:
             sock.close()
+
+
+def test_slow_clients_do_not_hold_the_workers(server, demo_signatures):
+    """Clients that stop in the middle of a request line, of the headers or of the body (4 of each per worker)
+    hold no worker: a good request is answered at once, not after --rest_api_timeout_in_ms (60 s here)."""
+    body = json.dumps({"instances": ["a slow client"]}).encode()
+    parts = [b"POST /v1/mod", HEAD.encode() + b"Content-Len",
+             HEAD.encode() + f"Content-Length: {len(body)}\r\n\r\n".encode() + body[:5]]
+    stalled = [socket.create_connection(("127.0.0.1", server.rest_port)) for _ in range(4 * 2 * len(parts))]
+    try:
+        for index, sock in enumerate(stalled):
+            sock.sendall(parts[index % len(parts)])
+        expected = demo_signatures["serving_default"](text=tf.constant(["on time"]))["probabilities"].numpy()[0]
+        for _ in range(3):
+            started = time.monotonic()
+            status, answer = post(server, {"instances": ["on time"]})
+            assert status == 200 and time.monotonic() - started < 1.0, answer
+            np.testing.assert_allclose(answer["predictions"][0]["probabilities"], expected, atol=1e-5)
+        stalled[-1].sendall(body[5:])  # the rest of a stalled body: its request is answered
+        response = http.client.HTTPResponse(stalled[-1])
+        stalled[-1].settimeout(10)
+        response.begin()
+        assert response.status == 200 and json.loads(response.read())["predictions"]
+    finally:
+        for sock in stalled:
+            sock.close()
+
+
+def test_a_client_that_expects_100_continue_is_told_to_send_its_body(server):
+    body = json.dumps({"instances": ["x" * 100] * 500}).encode()  # 50 kB: curl asks first from 1 MB
+    with socket.create_connection(("127.0.0.1", server.rest_port), timeout=10) as sock:
+        sock.sendall((HEAD + f"Expect: 100-continue\r\nContent-Length: {len(body)}\r\n\r\n").encode())
+        assert sock.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        sock.sendall(body)
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        assert response.status == 200 and len(json.loads(response.read())["predictions"]) == 500

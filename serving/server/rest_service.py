@@ -9,13 +9,20 @@ The JSON formats are in `serving.rest_json`. A failure is answered `{"error": me
 with TensorFlow Serving's HTTP status for its gRPC code (400, 404, 501 for `:regress`, ...).
 
 Connections (TensorFlow Serving's flags in brackets):
-- One thread accepts connections (listen backlog `BACKLOG`) and watches the idle ones,
-  kept alive between requests, so an idle connection holds no worker; `num_threads`
-  workers [`--rest_api_num_threads`] read and answer the requests. At most
-  `MAX_CONNECTIONS` are open; more wait in the backlog. (The standard library's
-  `ThreadingHTTPServer` has a backlog of 5, a thread per connection and no limit on them.)
-- A connection that sends nothing for `timeout_s` seconds [`--rest_api_timeout_in_ms`]
-  while a request is being read, or stays idle that long between requests, is closed.
+- One thread accepts connections (listen backlog `BACKLOG`) and reads every request as its
+  bytes arrive, without blocking; only a request that has arrived whole (or that can be
+  refused from its headers) goes to one of the `num_threads` workers
+  [`--rest_api_num_threads`], which answer. So an idle, kept-alive or slow connection (one
+  that stops in the middle of a request) holds no worker. At most `MAX_CONNECTIONS` are
+  open; more wait in the backlog. Requests held while they arrive take at most
+  `MAX_PENDING_BYTES` together: a request that would pass it is answered 503 and closed.
+  (The standard library's `ThreadingHTTPServer` has a backlog of 5, a thread per
+  connection, reading in that thread, and no limit on them.)
+- A request that has not arrived whole `timeout_s` seconds after its first byte
+  [`--rest_api_timeout_in_ms`], or a connection idle that long between requests, is closed.
+  A request line and headers of more than `MAX_HEAD_BYTES` are refused (431).
+- A client that asks `Expect: 100-continue` is told to continue by the reading thread once its
+  headers pass the checks below, and its body is read there too.
 - The body is checked from its Content-Length before it is read: missing on a POST (or
   chunked) is 411, negative or not a number is 400, over `max_body_bytes` is 413
   [no TensorFlow Serving flag: `--rest_api_max_body_bytes` here]; each closes the connection.
@@ -29,6 +36,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import logging
 import queue
@@ -55,6 +63,12 @@ logger = logging.getLogger(__name__)
 
 BACKLOG = 1024  # connections the kernel queues before they are accepted (capped by net.core.somaxconn)
 MAX_CONNECTIONS = 512
+MAX_HEAD_BYTES = 64 * 2**10  # a request line and headers (http.server's limit on one line)
+MAX_PENDING_BYTES = 256 * 2**20  # requests still arriving, all connections together
+_HEAD_END = re.compile(rb"\r?\n\r?\n")
+_CONTENT_LENGTH = re.compile(rb"(?im)^content-length[ \t]*:[ \t]*([^\r\n]*?)[ \t]*\r?$")
+_TRANSFER_ENCODING = re.compile(rb"(?im)^transfer-encoding[ \t]*:")
+_EXPECT_CONTINUE = re.compile(rb"(?im)^expect[ \t]*:[ \t]*100-continue[ \t]*\r?$")
 REFUSED_BODY_DRAIN_S = 1.0  # after refusing a body, read and drop what the client still sends, so it sees the answer
 _ROUTE = re.compile(
     r"/v1/models/(?P<name>[^/:]+)"
@@ -97,6 +111,7 @@ class RestServer:
         self._busy_changed = threading.Condition()
         self._accepting = False
         self._accept_again_at = 0.0  # after an accept() error (e.g. no file descriptor left)
+        self._pending_bytes = 0  # of the requests still arriving (the event loop's thread only)
         self._stopping = threading.Event()
         self._loop: threading.Thread | None = None
 
@@ -138,7 +153,7 @@ class RestServer:
                     self._wakeup.recv(4096)
                     self._take_back()
                 else:
-                    self._dispatch(key.data)
+                    self._read(key.data)
             self._close_expired()
             self._set_accepting(len(self._open) < MAX_CONNECTIONS and time.monotonic() >= self._accept_again_at)
 
@@ -164,12 +179,49 @@ class RestServer:
         self._idle[connection] = time.monotonic() + self.timeout_s
         self._selector.register(connection.sock, selectors.EVENT_READ, connection)
 
+    def _read(self, connection: "_Connection") -> None:
+        """Reads what `connection` has sent; hands it to a worker once its request can be answered."""
+        was_waiting = not connection.pending
+        try:
+            data = connection.sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data and was_waiting:  # the client closed between requests
+            self._forget(connection)
+            return
+        if data and self._pending_bytes + len(data) > MAX_PENDING_BYTES:
+            logger.warning("REST: %d MiB of requests are arriving at once; refusing one from %s (503).",
+                           MAX_PENDING_BYTES >> 20, connection.address)
+            connection.refuse_busy()
+            self._forget(connection)
+            return
+        self._pending_bytes += len(data)
+        connection.pending += data
+        if was_waiting:  # a new request: its time starts now
+            del self._idle[connection]
+            self._idle[connection] = time.monotonic() + self.timeout_s
+        state = _request_state(connection.pending, self.max_body_bytes)
+        if state == "expects_continue" and not connection.continued:
+            connection.continue_now()
+        if state == "complete" or not data:  # at the end of input, the worker answers what there is
+            self._dispatch(connection)
+
     def _dispatch(self, connection: "_Connection") -> None:
         self._selector.unregister(connection.sock)
         del self._idle[connection]
+        self._pending_bytes -= len(connection.pending)
         with self._busy_changed:
             self._busy.add(connection)
         self._workers.submit(self._answer_requests, connection)
+
+    def _forget(self, connection: "_Connection") -> None:
+        self._selector.unregister(connection.sock)
+        del self._idle[connection]
+        self._pending_bytes -= len(connection.pending)
+        self._open.discard(connection)
+        connection.close()
 
     def _take_back(self) -> None:
         while True:
@@ -180,6 +232,7 @@ class RestServer:
             if connection.closed:
                 self._open.discard(connection)
             else:
+                self._pending_bytes += len(connection.pending)  # the start of its next request, if any
                 self._watch(connection)
 
     def _close_expired(self) -> None:
@@ -188,10 +241,7 @@ class RestServer:
             connection, deadline = next(iter(self._idle.items()))
             if deadline > now:
                 return
-            self._selector.unregister(connection.sock)
-            del self._idle[connection]
-            self._open.discard(connection)
-            connection.close()
+            self._forget(connection)
 
     def _set_accepting(self, accepting: bool) -> None:
         if accepting != self._accepting:
@@ -212,15 +262,15 @@ class RestServer:
 
     def _answer_requests(self, connection: "_Connection") -> None:
         """Answers one request of `connection`, then hands it back to the event loop, or, when its next
-        request is here already, queues it behind the other connections' (so that a fast client cannot
-        keep a worker to itself)."""
+        request is here whole already, queues it behind the other connections' (so that a fast client
+        cannot keep a worker to itself)."""
         try:
             keep_open = connection.answer_one_request()
         except Exception as error:  # a reset connection, or a bug: it costs this connection only
             logger.debug("REST connection %s closed: %r", connection.address, error)
             connection.close()
             keep_open = False
-        if keep_open and connection.has_buffered_request() and not self._stopping.is_set():
+        if keep_open and connection.has_whole_request() and not self._stopping.is_set():
             with contextlib.suppress(RuntimeError):  # the workers have just shut down: hand it back instead
                 self._workers.submit(self._answer_requests, connection)
                 return
@@ -239,25 +289,44 @@ class _Connection:
 
     def __init__(self, sock: socket.socket, address, server: RestServer):
         self.sock, self.address = sock, address
+        self.max_body_bytes = server.max_body_bytes
         self.closed = False
-        self.handler = _Handler(sock, address, server)
+        self.pending = bytearray()  # received and not yet read by the handler
+        self.continued = False  # "100 Continue" was sent for the request in `pending`
+        self.handler = _Handler(sock, address, server, _PendingReader(self))
+        sock.setblocking(False)  # the event loop reads; the handler's `setup()` had set a timeout
 
     def answer_one_request(self) -> bool:
-        """Reads and answers one request; False (and the connection closed) if it is to be closed."""
+        """Answers the request in `pending`; False (and the connection closed) if it is to be closed."""
         self.handler.close_connection = True  # unless the request keeps it open
         self.handler.refused_body = False
-        self.handler.handle_one_request()
+        self.sock.settimeout(self.handler.timeout)  # for writing the answer
+        try:
+            self.handler.handle_one_request()
+        finally:
+            self.continued = False
+            if not self.closed:
+                self.sock.setblocking(False)
         if self.handler.close_connection:
             self.close(drain_s=REFUSED_BODY_DRAIN_S if self.handler.refused_body else 0.0)
         return not self.closed
 
-    def has_buffered_request(self) -> bool:
-        """Whether the next request (or part of it) has arrived already; never waits."""
-        self.sock.setblocking(False)
-        try:
-            return bool(self.handler.rfile.peek(1))
-        finally:
-            self.sock.settimeout(self.handler.timeout)
+    def has_whole_request(self) -> bool:
+        """Whether the next request has arrived whole (or can be refused from its headers) already."""
+        return _request_state(self.pending, self.max_body_bytes) == "complete"
+
+    def continue_now(self) -> None:
+        """Tells the client to send its body (`Expect: 100-continue`); the handler then says nothing more."""
+        self.continued = True
+        with contextlib.suppress(OSError):  # a few bytes into an empty send buffer; a gone client is read as such
+            self.sock.send(b"HTTP/1.1 100 Continue\r\n\r\n")
+
+    def refuse_busy(self) -> None:
+        """503 for a request that does not fit `MAX_PENDING_BYTES`, written without waiting."""
+        body = json.dumps({"error": "The server is reading too many requests at once; try again."}).encode()
+        with contextlib.suppress(OSError):
+            self.sock.send(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                           b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
 
     def close(self, drain_s: float = 0.0) -> None:
         """Closes the connection; with `drain_s`, first reads and drops input for up to that long.
@@ -275,7 +344,6 @@ class _Connection:
                 self.sock.settimeout(left)
                 if not self.sock.recv(65536):
                     break
-        self.handler.rfile.close()
         self.sock.close()
 
 
@@ -296,12 +364,15 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # headers and body are two writes: do not hold the second one back
     refused_body = False  # set when the request's body was refused unread (see `_Connection.close`)
 
-    def __init__(self, sock: socket.socket, address, server: RestServer):
+    def __init__(self, sock: socket.socket, address, server: RestServer, rfile: "_PendingReader"):
         # socketserver's handlers answer a whole connection in __init__; this one is set up
-        # once and answers one request per `handle_one_request()` (see `_Connection`).
+        # once and answers one request per `handle_one_request()` (see `_Connection`), reading
+        # it from what the event loop has received.
         self.request, self.client_address, self.server = sock, address, server
         self.timeout = server.timeout_s
         self.setup()
+        self.rfile.close()  # the socket's own reader: it would keep the socket open after close()
+        self.rfile = rfile
 
     def send_error(self, code, message=None, explain=None):
         """An error found while reading the request line or headers, answered as every other error is: JSON
@@ -323,13 +394,14 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer("POST")
 
     def handle_expect_100(self):
-        """Refuses a body before the client sends it (curl asks first for bodies over 1 MB)."""
+        """Refuses a body before the client sends it (curl asks first for bodies over 1 MB); the event loop
+        has said "100 Continue" already to a body it then read."""
         try:
             self._body_length()
         except _BadBody as error:
             self._refuse(error)
             return False
-        return super().handle_expect_100()
+        return True
 
     def _body_length(self) -> int:
         """The Content-Length of the request, checked; 0 for a GET without one."""
@@ -436,6 +508,52 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format, *args):  # route http.server's access log to logging
         logger.debug("REST %s " + format, self.address_string(), *args)
+
+
+class _PendingReader(io.RawIOBase):
+    """The handler's `rfile`: the bytes of `connection.pending`, consumed as read; no more at their end."""
+
+    def __init__(self, connection: _Connection):
+        self.connection = connection
+
+    def readable(self) -> bool:
+        return True
+
+    def readline(self, size: int = -1) -> bytes:
+        pending = self.connection.pending
+        end = pending.find(b"\n") + 1 or len(pending)
+        return self.read(end if size < 0 else min(end, size))
+
+    def read(self, size: int = -1) -> bytes:
+        pending = self.connection.pending
+        size = len(pending) if size is None or size < 0 else size
+        data = bytes(pending[:size])
+        del pending[:size]
+        return data
+
+    def readinto(self, buffer) -> int:
+        data = self.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+
+def _request_state(pending: bytearray, max_body_bytes: int) -> str:
+    """How much of the first request in `pending` has arrived: "partial" (more is coming),
+    "expects_continue" (its headers are here and ask for "100 Continue" before the body) or
+    "complete" (a worker can answer it without waiting: all of it, or enough to refuse it)."""
+    head_end = _HEAD_END.search(pending, 0, MAX_HEAD_BYTES + 4)
+    if head_end is None:
+        return "complete" if len(pending) > MAX_HEAD_BYTES else "partial"
+    head = bytes(pending[:head_end.start()])
+    lengths = set(_CONTENT_LENGTH.findall(head))
+    if _TRANSFER_ENCODING.search(head) or len(lengths) != 1:
+        return "complete"  # no body, or one the worker refuses (chunked, ambiguous)
+    digits = lengths.pop()
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 18 or int(digits) > max_body_bytes:
+        return "complete"  # refused from the headers
+    if len(pending) - head_end.end() >= int(digits):
+        return "complete"
+    return "expects_continue" if _EXPECT_CONTINUE.search(head) else "partial"
 
 
 @contextlib.contextmanager
