@@ -111,7 +111,7 @@ def _answered(method):
     def wrapper(self, request, context):
         started = time.perf_counter()
         try:
-            response = method(self, request)
+            response = method(self, request, context)
         except ServingError as error:
             logger.info("%s %r failed: %s: %s", method.__name__, request.model_spec.name, error.code.name, error.message)
             context.abort(error.code, error.message)
@@ -131,7 +131,7 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         self.models = models
 
     @_answered
-    def Predict(self, request: predict_pb2.PredictRequest) -> predict_pb2.PredictResponse:
+    def Predict(self, request: predict_pb2.PredictRequest, context) -> predict_pb2.PredictResponse:
         spec = request.model_spec
         servable = self.models.servable(spec.name, *_version_choice(spec))
         # Checked from the protos' metadata before any array is built from them.
@@ -140,7 +140,9 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         for key, proto in request.inputs.items():
             _check_value_count(key, proto)
         inputs = {key: _to_array(key, proto) for key, proto in request.inputs.items()}
-        outputs = servable.predict(spec.signature_name, inputs, request.output_filter)
+        remaining = context.time_remaining()  # None without a client deadline
+        deadline = None if remaining is None else time.monotonic() + remaining
+        outputs = servable.predict(spec.signature_name, inputs, request.output_filter, deadline)
         response = predict_pb2.PredictResponse()
         _fill_spec(response.model_spec, spec.name, servable.version, spec.signature_name or DEFAULT_SIGNATURE)
         for key, value in outputs.items():
@@ -148,7 +150,8 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         return response
 
     @_answered
-    def Classify(self, request: classification_pb2.ClassificationRequest) -> classification_pb2.ClassificationResponse:
+    def Classify(self, request: classification_pb2.ClassificationRequest, context
+                 ) -> classification_pb2.ClassificationResponse:
         spec = request.model_spec
         servable = self.models.servable(spec.name, *_version_choice(spec))
         results = classify(servable, spec.signature_name, examples_of(request.input))
@@ -162,7 +165,7 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
 
     @_answered
     def GetModelMetadata(
-        self, request: get_model_metadata_pb2.GetModelMetadataRequest
+        self, request: get_model_metadata_pb2.GetModelMetadataRequest, context
     ) -> get_model_metadata_pb2.GetModelMetadataResponse:
         if not request.metadata_field:
             raise ServingError.invalid_argument("GetModelMetadataRequest must specify at least one metadata_field.")
@@ -184,7 +187,7 @@ class ModelService(model_service_pb2_grpc.ModelServiceServicer):
         self.models = models
 
     @_answered
-    def GetModelStatus(self, request):
+    def GetModelStatus(self, request, context):
         return self.models.status(request.model_spec.name, *_version_choice(request.model_spec))
 
 

@@ -63,6 +63,7 @@ import tensorflow as tf
 from tensorflow_serving.apis import get_model_status_pb2
 
 from serving.protocol import SAVED_MODEL_FILE, TFLITE_MODEL_FILE
+from serving.server.batching import BatchingParameters
 from serving.server.errors import ServingError
 from serving.server.model_config import ModelConfig, VersionPolicy, beside_config, read_model_config_file
 from serving.server.servable import RequestLimits, Servable, holds_model, load_servable
@@ -167,8 +168,8 @@ def _not_version_folders(base_path: Path) -> dict[Path, str]:
 class VersionedModel:
     """Model `config.name`: its versions under `config.base_path`, served by `config.policy` (see the module docstring).
 
-    `poll_wait_s` ≤ 0 lists the base path once, at `start()`. `limits` and
-    `prefer_tflite_model` are passed to each `load_servable`. `labels` ({label: version}) is set
+    `poll_wait_s` ≤ 0 lists the base path once, at `start()`. `limits`,
+    `prefer_tflite_model` and `batching` are passed to each `load_servable`. `labels` ({label: version}) is set
     by `ModelManager` once checked.
     """
 
@@ -176,6 +177,7 @@ class VersionedModel:
         self, config: ModelConfig, poll_wait_s: float = 1.0, limits: RequestLimits = RequestLimits(),
         retries: LoadRetries = LoadRetries(),
         prefer_tflite_model: bool = False,
+        batching: BatchingParameters | None = None,
     ):
         self.name = config.name
         self.base_path = config.base_path.resolve()
@@ -185,6 +187,7 @@ class VersionedModel:
         self.limits = limits
         self.retries = retries
         self.prefer_tflite_model = prefer_tflite_model
+        self.batching = batching
         self._servables: dict[int, Servable] = {}  # replaced, never changed: requests read it without the lock
         self._states: dict[int, VersionState] = {}
         self._failures: dict[int, _Failure] = {}
@@ -221,8 +224,9 @@ class VersionedModel:
             self._poller.join()
             self._poller = None
         with self._polling, self._lock:
-            for version in self._servables:
+            for version, servable in self._servables.items():
                 self._states[version] = VersionState("END")
+                servable.close()
             self._servables = {}
 
     def poll(self) -> None:
@@ -349,7 +353,7 @@ class VersionedModel:
         self._set_state(version, VersionState("LOADING"))
         logger.info("Loading version %d of model %r from %s.", version, self.name, path)
         try:
-            servable = load_servable(path, version, self.limits, self.prefer_tflite_model)
+            servable = load_servable(path, version, self.limits, self.prefer_tflite_model, self.batching)
         except Exception as error:  # any load failure is retried, then reported in the status
             self._failed(version, error, attempts=1 + (failure.attempts if failure else 0))
             return
@@ -388,6 +392,7 @@ class VersionedModel:
             self._servables = {number: servable for number, servable in servables.items() if number not in unpicked}
             for version in unpicked:
                 self._states[version] = VersionState("END")
+                servables[version].close()
         logger.info("Unloaded version %s of model %r.", ", ".join(map(str, unpicked)), self.name)
         if self._servables:
             logger.info("Model %r serves %s.", self.name, self.describe())
@@ -403,7 +408,7 @@ class VersionedModel:
 class ModelManager:
     """The models of `configs`, or of the model config file `config_file`, re-read every `config_poll_wait_s`.
 
-    `poll_wait_s`, `limits` and `retries` go to each `VersionedModel`;
+    `poll_wait_s`, `limits`, `retries`, `prefer_tflite_model` and `batching` go to each `VersionedModel`;
     `allow_version_labels_for_unavailable_models` is TensorFlow Serving's flag (module docstring).
     """
 
@@ -418,6 +423,7 @@ class ModelManager:
         retries: LoadRetries = LoadRetries(),
         allow_version_labels_for_unavailable_models: bool = False,
         prefer_tflite_model: bool = False,
+        batching: BatchingParameters | None = None,
     ):
         if bool(configs) == (config_file is not None):
             raise ValueError("Give either the models' configs or a model config file.")
@@ -428,6 +434,7 @@ class ModelManager:
         self.retries = retries
         self.allow_version_labels_for_unavailable_models = allow_version_labels_for_unavailable_models
         self.prefer_tflite_model = prefer_tflite_model
+        self.batching = batching
         self._configs = list(configs)
         self._models: dict[str, VersionedModel] = {}
         self._applying = threading.Lock()
@@ -525,8 +532,8 @@ class ModelManager:
                         self._check_base_path(config)  # all of them before any loads
                 for config in configs:
                     if config.name not in kept:
-                        models[config.name] = VersionedModel(config, self.poll_wait_s, self.limits,
-                                                             self.retries, self.prefer_tflite_model)
+                        models[config.name] = VersionedModel(config, self.poll_wait_s, self.limits, self.retries,
+                                                             self.prefer_tflite_model, self.batching)
                         models[config.name].start()
             except BaseException:
                 for model in models.values():

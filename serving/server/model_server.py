@@ -16,7 +16,8 @@ The command takes the flags of `tensorflow_model_server` (`--port`, `--rest_api_
 `--model_config_file_poll_wait_seconds`, `--file_system_poll_wait_seconds`,
 `--max_num_load_retries`, `--load_retry_interval_micros`,
 `--allow_version_labels_for_unavailable_models`, `--grpc_max_threads`,
-`--grpc_channel_arguments`, `--rest_api_num_threads`, `--rest_api_timeout_in_ms`), with
+`--grpc_channel_arguments`, `--rest_api_num_threads`, `--rest_api_timeout_in_ms`,
+`--enable_batching`, `--batching_parameters_file`: `serving.server.batching`), with
 their defaults, plus `--host` (default 127.0.0.1: only this machine),
 `--max_batch_size` (default 512 rows; the official server sets it in its batching
 parameters file), `--max_request_text_bytes` (default 1 MiB) and `--rest_api_max_body_bytes`
@@ -101,6 +102,7 @@ class ModelServer:
         load_retry_interval_s: float = DEFAULT_LOAD_RETRY_INTERVAL_MICROS / 1e6,
         allow_version_labels_for_unavailable_models: bool = False,
         prefer_tflite_model: bool = False,
+        batching=None,
     ):
         if model_config_file is None:
             if model_base_path is None:
@@ -122,6 +124,7 @@ class ModelServer:
         self.load_retry_interval_s = load_retry_interval_s
         self.allow_version_labels_for_unavailable_models = allow_version_labels_for_unavailable_models
         self.prefer_tflite_model = prefer_tflite_model
+        self.batching = batching  # serving.server.batching.BatchingParameters, or None: no request batching
         self.host = host
         self.grpc_port = grpc_port
         self.rest_port = rest_port
@@ -165,6 +168,7 @@ class ModelServer:
             retries=LoadRetries(self.max_num_load_retries, self.load_retry_interval_s),
             allow_version_labels_for_unavailable_models=self.allow_version_labels_for_unavailable_models,
             prefer_tflite_model=self.prefer_tflite_model,
+            batching=self.batching,
         )
         self._models.start()
         try:
@@ -280,6 +284,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve a version's model.tflite, not its SavedModel, when it has both (default false)",
     )
     parser.add_argument(
+        "--enable_batching", type=parse_bool, nargs="?", const=True, default=False, metavar="BOOL",
+        help="merge concurrent requests into one model call per model version and signature (default false)",
+    )
+    parser.add_argument(
+        "--batching_parameters_file", default="", metavar="FILE",
+        help="a text BatchingParameters (max_batch_size, batch_timeout_micros, max_enqueued_batches, "
+             "num_batch_threads, allowed_batch_sizes, pad_variable_length_inputs), as TensorFlow Serving's; "
+             "needs --enable_batching (default: TF Serving's defaults)",
+    )
+    parser.add_argument(
         "--max_batch_size", type=int, default=DEFAULT_MAX_BATCH_SIZE,
         help=f"refuse batches of more rows (default {DEFAULT_MAX_BATCH_SIZE}; 0: no limit)",
     )
@@ -305,11 +319,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def batching_parameters(enable_batching: bool, parameters_file: str):
+    """The `BatchingParameters` of the flags, or None without `--enable_batching`; a parameters file without it is
+    an error, as in TensorFlow Serving."""
+    from serving.server.batching import BatchingParameters, read_batching_parameters
+
+    if not enable_batching:
+        if parameters_file:
+            raise ValueError("--batching_parameters_file is set without --enable_batching.")
+        return None
+    return read_batching_parameters(parameters_file) if parameters_file else BatchingParameters()
+
+
 def run(args: argparse.Namespace) -> None:
     """Serves until interrupted (Ctrl-C or SIGTERM). Raises FileNotFoundError/ValueError/OSError on bad flags
     or folders (with what to do: e.g. a version folder given as the base path, a model directory not exported)."""
     if args.model_config_file and args.model_base_path:
         logger.warning("--model_config_file given: --model_name and --model_base_path are ignored.")
+    batching = batching_parameters(args.enable_batching, args.batching_parameters_file)
     server = ModelServer(
         args.model_name,
         args.model_base_path,
@@ -330,6 +357,7 @@ def run(args: argparse.Namespace) -> None:
         load_retry_interval_s=args.load_retry_interval_micros / 1e6,
         allow_version_labels_for_unavailable_models=args.allow_version_labels_for_unavailable_models,
         prefer_tflite_model=args.prefer_tflite_model,
+        batching=batching,
     )
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM stops like Ctrl-C
@@ -340,6 +368,10 @@ def run(args: argparse.Namespace) -> None:
     models = ", ".join(repr(name) for name in server.model_names)
     print(f"Serving {'model' if len(server.model_names) == 1 else 'models'} {models}: gRPC {args.host}:{server.grpc_port}, "
           f"REST {args.host}:{server.rest_port}. Ctrl-C stops.", flush=True)
+    if batching is not None:
+        print(f"Request batching: up to {batching.execution_batch_size} rows per call, "
+              f"{batching.batch_timeout_micros} µs timeout, {batching.max_enqueued_batches} batches queued, "
+              f"{batching.num_batch_threads} threads per model version.", flush=True)
     try:
         server.wait()
     except KeyboardInterrupt:

@@ -15,6 +15,9 @@ wrap a negative id into the vocabulary). A bad request is a `ServingError` (INVA
 an unknown signature), and so is an error the model itself raises (e.g.
 `tf.errors.InvalidArgumentError` for invalid UTF-8), with its message.
 
+With batching parameters (`--enable_batching`), a version merges concurrent requests into one
+model call per signature (`serving.server.batching`); the checks above are made per request first.
+
 One deliberate difference from TensorFlow Serving: an unknown signature name is NOT_FOUND
 here; the official server answers FAILED_PRECONDITION.
 
@@ -45,6 +48,7 @@ from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2
 from tensorflow_serving.apis import get_model_metadata_pb2
 
 from serving.protocol import DEFAULT_SIGNATURE, SAVED_MODEL_FILE, TFLITE_MODEL_FILE, input_names_message
+from serving.server.batching import Batcher, BatchingParameters
 from serving.server.errors import ServingError
 
 
@@ -64,14 +68,18 @@ class RequestLimits:
 
 
 def load_servable(path: str | Path, version: int, limits: RequestLimits = RequestLimits(),
-                  prefer_tflite_model: bool = False) -> "Servable":
+                  prefer_tflite_model: bool = False, batching: BatchingParameters | None = None) -> "Servable":
     """The model in the version directory `path`: its SavedModel, or its `model.tflite` if it has no
-    SavedModel or `prefer_tflite_model` (TensorFlow Serving's flag)."""
+    SavedModel or `prefer_tflite_model` (TensorFlow Serving's flag); its requests batched with `batching`."""
     path = Path(path)
     tflite = path / TFLITE_MODEL_FILE
     if tflite.is_file() and (prefer_tflite_model or not (path / SAVED_MODEL_FILE).is_file()):
-        return TfliteServable(path, version, limits)
-    return SavedModelServable(path, version, limits)
+        servable = TfliteServable(path, version, limits)
+    else:
+        servable = SavedModelServable(path, version, limits)
+    if batching is not None:
+        servable.batcher = Batcher(servable._run, servable.signature_defs, batching, f" (version {version})")
+    return servable
 
 
 class Servable(abc.ABC):
@@ -89,6 +97,7 @@ class Servable(abc.ABC):
         self.signature_names: frozenset[str] = frozenset()
         self.value_limits: dict[str, tuple[int, str]] = {}  # input -> (its values' end, what they are)
         self.precision = ""  # "float32", "bf16" or "int8", from `model_info` (exports without it: "")
+        self.batcher: Batcher | None = None  # merges concurrent requests (`load_servable`'s `batching`)
 
     @property
     @abc.abstractmethod
@@ -150,10 +159,17 @@ class Servable(abc.ABC):
             )
         return self.signature_defs.signature_def[name]
 
+    def close(self) -> None:
+        """Stops batching (the version is unloaded); requests still running finish."""
+        if self.batcher is not None:
+            self.batcher.close()
+
     def predict(
-        self, signature_name: str, inputs: Mapping[str, np.ndarray], output_filter: Iterable[str] = ()
+        self, signature_name: str, inputs: Mapping[str, np.ndarray], output_filter: Iterable[str] = (),
+        deadline: float | None = None,
     ) -> dict[str, np.ndarray]:
-        """Runs a signature on numpy inputs; returns its outputs (only `output_filter`'s, if given)."""
+        """Runs a signature on numpy inputs; returns its outputs (only `output_filter`'s, if given). `deadline`
+        (`time.monotonic()`) bounds the wait for a batch."""
         name = signature_name or DEFAULT_SIGNATURE
         signature = self.check_inputs(name, {key: (_tf_dtype(value), value.shape) for key, value in inputs.items()})
         wanted = list(dict.fromkeys(output_filter)) or list(signature.outputs)
@@ -164,7 +180,11 @@ class Servable(abc.ABC):
                 f"the outputs are {', '.join(sorted(signature.outputs))}."
             )
         self.check_values(inputs)
-        outputs = self._run(name, inputs, wanted)
+        rows = max((len(value) for value in inputs.values() if np.ndim(value)), default=0)
+        if self.batcher is not None and rows and self.batcher.batches(name):
+            outputs = self.batcher.run(name, inputs, deadline)
+        else:
+            outputs = self._run(name, inputs, wanted)
         return {key: _as_array(outputs[key]) for key in wanted}
 
     def check_inputs(

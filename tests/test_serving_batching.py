@@ -1,0 +1,238 @@
+"""Request batching (`--enable_batching`, serving/server/batching.py): TF Serving's parameters file, requests merged
+into model calls with each caller's own rows, large requests split, a full queue refused at once, a bad request
+failing alone, deadlines; then a real server under concurrent gRPC and REST clients, and a TFLite version."""
+
+import json
+import logging
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import grpc
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+import bert_tf
+from concurrent_clients import run_clients
+from serving.export.saved_model import export_saved_model
+from serving.server.batching import Batcher, BatchingParameters, read_batching_parameters
+from serving.server.errors import ServingError
+from serving.server.model_server import ModelServer, batching_parameters
+from serving.server.servable import load_servable
+from tiny_exports import TEXTS, tiny_encoder, write_vocab
+
+CODE = grpc.StatusCode
+
+
+def signature_defs(inputs=("x",), outputs=("y",), batch_major=True):
+    from tensorflow_serving.apis import get_model_metadata_pb2
+
+    defs = get_model_metadata_pb2.SignatureDefMap()
+    for kind, names in (("inputs", inputs), ("outputs", outputs)):
+        for name in names:
+            info = getattr(defs.signature_def["serving_default"], kind)[name]
+            info.tensor_shape.dim.add(size=-1 if batch_major else 1)
+    return defs
+
+
+class FakeModel:
+    """Doubles `x` (rows of any width); fails on a row holding -1; can hold every call until released."""
+
+    def __init__(self):
+        self.calls = []
+        self.release = threading.Event()
+        self.release.set()
+
+    def __call__(self, signature, inputs, outputs):
+        self.release.wait(10)
+        x = np.asarray(inputs["x"])
+        self.calls.append(x.shape[0])
+        if (x == -1).any():
+            raise ServingError.invalid_argument("a row holds -1")
+        return {"y": x * 2}
+
+
+def concurrently(batcher, requests, deadline_s=None):
+    """Each request (an array of rows) from its own thread: their results (outputs or ServingError), in order."""
+    results = [None] * len(requests)
+
+    def call(index):
+        try:
+            deadline = None if deadline_s is None else time.monotonic() + deadline_s
+            results[index] = batcher.run("serving_default", {"x": requests[index]}, deadline)["y"]
+        except ServingError as error:
+            results[index] = error
+
+    assert run_clients(len(requests), call) == []
+    return results
+
+
+def test_the_parameters_file_is_tensorflow_servings(tmp_path):
+    path = tmp_path / "batching.txt"
+    path.write_text("max_batch_size { value: 32 }\nbatch_timeout_micros { value: 2000 }\n"
+                    "max_enqueued_batches { value: 100 }\nnum_batch_threads { value: 4 }\n"
+                    'thread_pool_name { value: "batch" }\nallowed_batch_sizes: 8\nallowed_batch_sizes: 32\n'
+                    "pad_variable_length_inputs: true\n")
+    assert read_batching_parameters(path) == BatchingParameters(32, 2000, 100, 4, (8, 32), True)
+    assert BatchingParameters().max_batch_size == 1000 and BatchingParameters().max_enqueued_batches == 10
+    shipped = read_batching_parameters(Path(__file__).resolve().parents[1] / "serving" / "batching_parameters.txt")
+    assert (shipped.max_batch_size, shipped.batch_timeout_micros, shipped.num_batch_threads) == (32, 2000, 4)
+    path.write_text("max_batch_size: 32\n")
+    with pytest.raises(ValueError, match="not a BatchingParameters text proto"):
+        read_batching_parameters(path)
+    with pytest.raises(ValueError, match=r"allowed_batch_sizes \[8, 16\] must rise, and the last must be"):
+        BatchingParameters(max_batch_size=32, allowed_batch_sizes=(8, 16))
+    with pytest.raises(ValueError, match="--batching_parameters_file is set without --enable_batching"):
+        batching_parameters(False, str(path))
+    assert batching_parameters(False, "") is None and batching_parameters(True, "") == BatchingParameters()
+
+
+def test_concurrent_requests_share_model_calls_and_get_their_own_rows():
+    model = FakeModel()
+    model.release.clear()  # the first call waits, so the others queue and merge
+    batcher = Batcher(model, signature_defs(), BatchingParameters(max_batch_size=64, num_batch_threads=1))
+    requests = [np.full([1 + index % 3, 2], index) for index in range(20)]
+    threading.Timer(0.3, model.release.set).start()
+    results = concurrently(batcher, requests)
+    for request, result in zip(requests, results):
+        np.testing.assert_array_equal(result, request * 2)
+    assert sum(model.calls) == sum(len(request) for request in requests) and len(model.calls) < len(requests)
+    batcher.close()
+
+
+def test_a_large_request_is_split_and_joined_and_sizes_are_padded_to_the_allowed_ones():
+    model = FakeModel()
+    batcher = Batcher(model, signature_defs(),
+                      BatchingParameters(max_batch_size=4, num_batch_threads=1, allowed_batch_sizes=(2, 4)))
+    rows = np.arange(10).reshape(10, 1)
+    np.testing.assert_array_equal(batcher.run("serving_default", {"x": rows})["y"], rows * 2)
+    assert model.calls == [4, 4, 2]
+    np.testing.assert_array_equal(batcher.run("serving_default", {"x": rows[:3]})["y"], rows[:3] * 2)
+    assert model.calls[-1] == 4  # 3 rows, padded to the allowed size 4 with copies of the first
+    batcher.close()
+
+
+def test_a_bad_request_fails_alone_and_its_neighbours_are_answered():
+    model = FakeModel()
+    model.release.clear()
+    batcher = Batcher(model, signature_defs(), BatchingParameters(num_batch_threads=1))
+    requests = [np.full([1, 2], -1 if index == 3 else index) for index in range(8)]
+    threading.Timer(0.3, model.release.set).start()
+    results = concurrently(batcher, requests)
+    assert isinstance(results[3], ServingError) and results[3].code == CODE.INVALID_ARGUMENT
+    for index, result in enumerate(results):
+        if index != 3:
+            np.testing.assert_array_equal(result, requests[index] * 2)
+    batcher.close()
+
+
+def test_a_full_queue_fails_at_once_and_a_late_request_meets_its_deadline():
+    model = FakeModel()
+    model.release.clear()  # one call runs and holds the only thread
+    batcher = Batcher(model, signature_defs(),
+                      BatchingParameters(max_batch_size=2, max_enqueued_batches=2, num_batch_threads=1))
+    started = time.monotonic()
+    results = concurrently(batcher, [np.ones([2, 1])] * 6, deadline_s=0.5)
+    codes = sorted(result.code.name for result in results if isinstance(result, ServingError))
+    # 1 batch runs, 2 wait (the queue's size: 1 more if the thread has not taken the first yet), the others are
+    # refused at once; the rest pass their deadline
+    assert 3 <= codes.count("UNAVAILABLE") <= 4 and codes.count("DEADLINE_EXCEEDED") == 6 - codes.count("UNAVAILABLE")
+    assert time.monotonic() - started < 5
+    model.release.set()
+    batcher.close()
+
+
+def test_inputs_of_other_widths_merge_only_when_padded():
+    model = FakeModel()
+    model.release.clear()
+    defs = signature_defs()
+    plain = Batcher(model, defs, BatchingParameters(num_batch_threads=1))
+    threading.Timer(0.3, model.release.set).start()
+    requests = [np.full([1, 2 + index % 2], index) for index in range(6)]
+    for request, result in zip(requests, concurrently(plain, requests)):
+        np.testing.assert_array_equal(result, request * 2)  # never padded
+    plain.close()
+    model = FakeModel()
+    model.release.clear()
+    padded = Batcher(model, defs, BatchingParameters(num_batch_threads=1, pad_variable_length_inputs=True))
+    threading.Timer(0.3, model.release.set).start()
+    results = concurrently(padded, requests)
+    for request, result in zip(requests, results):
+        np.testing.assert_array_equal(result[:, :request.shape[1]], request * 2)
+        assert result.shape[1] in (2, 3)
+    assert len(model.calls) < len(requests)
+    padded.close()
+
+
+def test_signatures_that_are_not_batch_major_run_unbatched():
+    batcher = Batcher(FakeModel(), signature_defs(batch_major=False), BatchingParameters())
+    assert not batcher.batches("serving_default")
+    batcher.close()
+
+
+# ----- a real server ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def batching_server(demo_model_dir):
+    with ModelServer("demo", demo_model_dir, poll_wait_s=0,
+                     batching=BatchingParameters(max_batch_size=32, batch_timeout_micros=20_000,
+                                                 num_batch_threads=2)) as server:
+        yield server
+
+
+def test_a_batching_server_answers_each_client_as_alone(batching_server, demo_signatures, caplog):
+    texts = [f"client {index} says {'hi ' * index}" for index in range(48)] + [b"\xff bad utf-8"]
+    expected = demo_signatures["serving_default"](text=tf.constant(texts[:-1]))["probabilities"].numpy()
+    channel = grpc.insecure_channel(f"127.0.0.1:{batching_server.grpc_port}")
+    stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+
+    def client(index):
+        text = texts[index]
+        if index % 2:  # REST
+            body = json.dumps({"instances": [text]}).encode()
+            request = urllib.request.Request(f"http://127.0.0.1:{batching_server.rest_port}/v1/models/demo:predict",
+                                             body, {"Content-Type": "application/json"})
+            answer = json.loads(urllib.request.urlopen(request, timeout=20).read())["predictions"][0]["probabilities"]
+        else:
+            request = predict_pb2.PredictRequest()
+            request.model_spec.name = "demo"
+            request.inputs["text"].CopyFrom(tf.make_tensor_proto([text]))
+            if isinstance(text, bytes):
+                with pytest.raises(grpc.RpcError) as error:
+                    stub.Predict(request, timeout=20)
+                assert error.value.code() == CODE.INVALID_ARGUMENT
+                return
+            answer = tf.make_ndarray(stub.Predict(request, timeout=20).outputs["probabilities"])[0]
+        np.testing.assert_allclose(answer, expected[index], atol=1e-5, rtol=0)
+
+    with caplog.at_level(logging.INFO, logger="serving.server.batching"):
+        assert run_clients(len(texts), client) == []
+    channel.close()
+    rows = [int(record.getMessage().split()[2]) for record in caplog.records if record.getMessage().startswith("Batch")]
+    assert sum(rows) >= len(texts) - 1 and max(rows) > 1  # merged, and each request in one batch or alone
+
+
+def test_a_tflite_version_batches_too(tmp_path):
+    directory = bert_tf.save_pretrained(bert_tf.BertClassifier(tiny_encoder(), num_classes=2), tmp_path / "sst2",
+                                        vocab_file=write_vocab(tmp_path), lower_case=True, task="classify",
+                                        seq_length=16)
+    version = export_saved_model(directory, tmp_path / "models", "sst2", quantize="int8")
+    alone = load_servable(version, 1)
+    batched = load_servable(version, 1, batching=BatchingParameters(num_batch_threads=1, batch_timeout_micros=50_000))
+    expected = [alone.predict("serving_default", {"text": np.array([text.encode()], dtype=object)})["probabilities"]
+                for text in TEXTS]
+    results = [None] * len(TEXTS)
+
+    def client(index):
+        results[index] = batched.predict("serving_default",
+                                          {"text": np.array([TEXTS[index].encode()], dtype=object)})["probabilities"]
+
+    assert run_clients(len(TEXTS), client) == []
+    for result, want in zip(results, expected):
+        np.testing.assert_allclose(result, want, atol=0.02, rtol=0)
+        assert result.argmax() == want.argmax()
+    batched.close()
