@@ -28,6 +28,7 @@ from bert_tf import metrics  # noqa: E402
 from bert_tf.checkpoints import from_pretrained, read_checkpoint, write_hf_directory  # noqa: E402
 from bert_tf.classifier import BertClassifier  # noqa: E402
 from bert_tf.config import BertConfig  # noqa: E402
+from bert_tf.distillation import Distiller, student_from_teacher  # noqa: E402
 from bert_tf.inference import TextPredictor, inference_function  # noqa: E402
 from bert_tf.model import BertModel  # noqa: E402
 from bert_tf.model_directory import load_model_directory, save_pretrained  # noqa: E402

@@ -132,6 +132,17 @@ def load_model_directory(path: str | Path) -> ModelDirectory:
     return ModelDirectory(directory, model, vocab_file, lower_case, task, metadata)
 
 
+def read_task(path: str | Path) -> str:
+    """The task of a model directory ("classify", "ner", "squad", ...), from its `bert_tf.json` where it says it
+    (format 2), else from the loaded model."""
+    metadata_file = resolve_model_directory(path) / METADATA_FILE
+    try:
+        recorded = json.loads(metadata_file.read_text()).get("task") if metadata_file.is_file() else None
+    except json.JSONDecodeError:
+        recorded = None  # load_model_directory says what is wrong with it
+    return recorded["task"] if isinstance(recorded, dict) and "task" in recorded else load_model_directory(path).task.task
+
+
 def _task_from_metadata(model, metadata: dict) -> TaskSpec:
     """The `TaskSpec` of a loaded model, from its metadata (removed from `metadata`) and its class."""
     recorded = metadata.pop("task", None)

@@ -21,7 +21,7 @@ import sys
 from bert_tf_cli.quiet import quiet_tensorflow
 
 # Subcommand modules of this package, in the order `--help` lists them.
-COMMAND_MODULES = ("quickstart", "prepare_corpus", "vocab", "pretrain", "convert", "serve", "export", "embed", "fill_mask", "attention", "finetune", "evaluate", "predict")
+COMMAND_MODULES = ("quickstart", "prepare_corpus", "vocab", "pretrain", "convert", "serve", "export", "embed", "fill_mask", "attention", "finetune", "distill", "evaluate", "predict")
 
 
 def build_parser() -> argparse.ArgumentParser:

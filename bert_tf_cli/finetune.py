@@ -37,22 +37,8 @@ def register(commands) -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace a non-empty output directory")
     parser.add_argument("--cased", action="store_true", default=None, help="the vocabulary is cased")
     parser.add_argument("--uncased", dest="cased", action="store_false", default=None, help="the vocabulary is uncased")
-    parser.add_argument("--epochs", type=int, help=f"(default: {default['epochs']})")
-    parser.add_argument("--batch-size", type=int, help=f"(default: {default['batch_size']})")
-    parser.add_argument("--learning-rate", type=float,
-                        help=f"peak learning rate (default: {default['learning_rate']:g}; see README for BERT-base)")
-    parser.add_argument("--warmup-proportion", type=float,
-                        help=f"share of the steps spent warming up (default: {default['warmup_proportion']})")
-    parser.add_argument("--weight-decay", type=float,
-                        help=f"AdamW's weight decay, not on biases and LayerNorms (default: {default['weight_decay']})")
-    parser.add_argument("--dropout", type=float, help=f"dropout of the head (default: {default['dropout']})")
+    add_training_arguments(parser, default)
     parser.add_argument("--seq-length", type=int, help="tokens per example (default: 128; squad 384)")
-    parser.add_argument("--seed", type=int, help=f"head weights, data order, dropout (default: {default['seed']})")
-    parser.add_argument("--early-stopping", type=int, metavar="PATIENCE",
-                        help="stop after PATIENCE epochs without a better dev score")
-    parser.add_argument("--last-epoch", action="store_true", help="keep the last epoch, not the best on dev")
-    parser.add_argument("--no-bucketing", action="store_true", help="do not group examples of similar length")
-    parser.add_argument("--max-train-examples", type=int, help="train on a seeded random subset")
     classify = parser.add_argument_group("classification (--task classify)")
     classify.add_argument("--text-column", help="default: GLUE's and common names (sentence, #1 String, text, ...)")
     classify.add_argument("--text-pair-column", help="second text, for sentence-pair tasks")
@@ -79,6 +65,25 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(name.strip() for name in text.split(","))
 
 
+def add_training_arguments(parser, default: dict) -> None:
+    """The optimization and run options `finetune` and `distill` share (`default`: FinetuneConfig's defaults)."""
+    parser.add_argument("--epochs", type=int, help=f"(default: {default['epochs']})")
+    parser.add_argument("--batch-size", type=int, help=f"(default: {default['batch_size']})")
+    parser.add_argument("--learning-rate", type=float,
+                        help=f"peak learning rate (default: {default['learning_rate']:g}; see README for BERT-base)")
+    parser.add_argument("--warmup-proportion", type=float,
+                        help=f"share of the steps spent warming up (default: {default['warmup_proportion']})")
+    parser.add_argument("--weight-decay", type=float,
+                        help=f"AdamW's weight decay, not on biases and LayerNorms (default: {default['weight_decay']})")
+    parser.add_argument("--dropout", type=float, help=f"dropout of the head (default: {default['dropout']})")
+    parser.add_argument("--seed", type=int, help=f"head weights, data order, dropout (default: {default['seed']})")
+    parser.add_argument("--early-stopping", type=int, metavar="PATIENCE",
+                        help="stop after PATIENCE epochs without a better dev score")
+    parser.add_argument("--last-epoch", action="store_true", help="keep the last epoch, not the best on dev")
+    parser.add_argument("--no-bucketing", action="store_true", help="do not group examples of similar length")
+    parser.add_argument("--max-train-examples", type=int, help="train on a seeded random subset")
+
+
 def config_from_args(args):
     from pipelines.finetune_config import FinetuneConfig
 
@@ -100,10 +105,15 @@ def config_from_args(args):
 
 def run(args) -> None:
     from pipelines.finetune import finetune
-    from pipelines.score_report import format_scores
 
     config = config_from_args(args)
-    result = finetune(config)
+    print_result(config, finetune(config))
+
+
+def print_result(config, result) -> None:
+    """What a finetune or distill run did: epochs, the dev scores kept, the model directory."""
+    from pipelines.score_report import format_scores
+
     print(f"Trained {result.epochs_run} epochs on {result.train_examples:,} examples in {result.train_seconds:.0f} s.")
     if result.metrics:
         print(f"Dev scores (epoch {result.best_epoch}):\n{format_scores(config.task, result.metrics)}")

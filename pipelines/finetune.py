@@ -9,6 +9,11 @@ stops early if asked (`keras.callbacks.EarlyStopping`). Checkpoints go to a temp
 directory next to the output; the output directory is written once, at the end, by
 `bert_tf.save_pretrained` (atomic), with the task's settings and the dev scores.
 
+With `config.teacher` (a fine-tuned model directory), the same run distils it (`bert-tf distill`): the
+task, labels and settings are the teacher's, the student starts from `config.init` (or the teacher's
+own layers) and learns from the labels and the teacher's soft targets (`bert_tf.Distiller`); the
+directory written is the student's, with the teacher's task.
+
 Example:
     >>> result = finetune(FinetuneConfig(task="classify", train_file="sst2/train.tsv",  # doctest: +SKIP
     ...                                  dev_file="sst2/dev.tsv", init="pretrain_run/model", output_dir="sst2"))
@@ -36,6 +41,7 @@ import tensorflow as tf
 import bert_tf
 from bert_tf.checkpoints import check_vocabulary_fits
 from bert_tf.checkpoints.pretrained import presets_home
+from bert_tf.distillation import Distiller, student_from_teacher
 from bert_tf.optimization import create_optimizer
 from bert_tf.text_files import existing_file
 from bert_tf.tokenizer import BertTokenizer
@@ -143,12 +149,12 @@ class TrainingData:
     steps: int  # optimizer updates in the whole run (batches x epochs)
 
 
-def training_data(config: FinetuneConfig, tokenizer: BertTokenizer) -> TrainingData:
+def training_data(config: FinetuneConfig, tokenizer: BertTokenizer, teacher=None) -> TrainingData:
     """The training data of `config`: the batches `finetune` fits on, epoch after epoch, in the same order
     wherever they are made after `keras.utils.set_random_seed(config.seed)` (a reference framework can
-    train on exactly them: benchmarks/quality.py)."""
-    task = task_from_config(config, tokenizer)
-    examples = _subset(task, task.read(config.train_file, fit_labels=True), config)
+    train on exactly them: benchmarks/quality.py). With a `teacher` (`ModelDirectory`), its task and labels."""
+    task = task_from_config(config, tokenizer) if teacher is None else task_from_directory(teacher)
+    examples = _subset(task, task.read(config.train_file, fit_labels=teacher is None), config)
     data = task.prepare(examples, training=True)
     batches = task.training_batches(data, config.batch_size, config.bucketing, config.seed)
     return TrainingData(task, examples, data, batches, int(batches.cardinality()) * config.epochs)
@@ -161,16 +167,22 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
     if config.dev_file:
         existing_file(config.dev_file, "Dev file", "--dev")
     keras.utils.set_random_seed(config.seed)
-    encoder, vocab_file, lower_case = load_encoder(config)
+    teacher = _load_teacher(config) if config.teacher else None
+    encoder, vocab_file, lower_case = load_encoder(config) if teacher is None else _student_encoder(config, teacher)
     tokenizer = BertTokenizer(vocab_file, lower_case)
     say = (lambda message: print(message, flush=True)) if progress else (lambda message: None)  # noqa: E731
     say(f"Reading and tokenizing {config.train_file}" + (f" and {config.dev_file}" if config.dev_file else ""))
-    training = training_data(config, tokenizer)
+    training = training_data(config, tokenizer, teacher)
     task, train, steps = training.task, training.data, training.steps
     dev = task.prepare(task.read(config.dev_file), training=False) if config.dev_file else None
-    say(f"Fine-tuning on {len(training.examples):,} examples: {config.epochs} epoch(s) of "
+    doing = "Fine-tuning" if teacher is None else (
+        f"Distilling {config.teacher} into a student of {encoder.config.num_hidden_layers} layers, hidden "
+        f"{encoder.config.hidden_size},")
+    say(f"{doing} on {len(training.examples):,} examples: {config.epochs} epoch(s) of "
         f"{steps // config.epochs:,} batches of up to {config.batch_size}")
     model = task.build_model(encoder, config.dropout)
+    if teacher is not None:
+        model = Distiller(model, teacher.model, config.temperature, config.soft_weight)
     optimizer = create_optimizer(config.learning_rate, steps, int(steps * config.warmup_proportion),
                                  weight_decay=config.weight_decay)
     model.compile(optimizer=optimizer, loss=task.loss(config, train))
@@ -196,7 +208,7 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
         epochs_run = len(history.history.get("loss", []))
         epoch_logs = {name: [float(value) for value in values] for name, values in history.history.items()}
         bert_tf.save_pretrained(
-            model, out, vocab_file=vocab_file, lower_case=tokenizer.lower_case,
+            model if teacher is None else model.student, out, vocab_file=vocab_file, lower_case=tokenizer.lower_case,
             task=task.spec, dev_scores=metrics,
             training={"config": dataclasses.asdict(config), "train_examples": len(training.examples),
                       "train_steps": steps, "epochs_run": epochs_run, "best_epoch": best_epoch,
@@ -206,6 +218,32 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
         shutil.rmtree(checkpoints, ignore_errors=True)
     return FinetuneResult(out, metrics, best_epoch, epochs_run, epoch_logs, len(training.examples), steps,
                           train_seconds)
+
+
+def _load_teacher(config: FinetuneConfig):
+    """The teacher's `ModelDirectory`; its task must be the run's."""
+    teacher = bert_tf.load_model_directory(config.teacher)
+    if teacher.task.task != config.task:
+        raise ValueError(f"The teacher {config.teacher} is a {teacher.task.task!r} model, not a {config.task!r} one.")
+    teacher.require_vocab_file()
+    return teacher
+
+
+def _student_encoder(config: FinetuneConfig, teacher):
+    """The student's encoder, the teacher's vocab.txt and casing: `student_layers` of the teacher's layers, or
+    `config.init` (a checkpoint with the teacher's vocabulary, or a random start from a preset or config file)."""
+    if config.init == "teacher":
+        encoder = student_from_teacher(teacher.encoder, config.student_layers)
+    else:
+        encoder, _, _ = load_encoder(dataclasses.replace(config, vocab_file=str(teacher.vocab_file),
+                                                         lower_case=teacher.lower_case,
+                                                         seq_length=teacher.task.seq_length))
+        own = encoder.vocab_file
+        if own is not None and read_vocab_file(own) != read_vocab_file(teacher.vocab_file):
+            raise ValueError(f"The student {config.init} has another vocabulary ({own}) than the teacher "
+                             f"{config.teacher}: the student must read the teacher's token ids.")
+    teacher.task.check_fits(encoder.config)
+    return encoder, teacher.vocab_file, teacher.lower_case
 
 
 def _warn_if_collapsed(task: FinetuneTask, model, data, name: str, config: FinetuneConfig) -> None:

@@ -58,6 +58,13 @@ class FinetuneConfig:
     class_weights: bool = False  # weight the loss by n / (k * count) per class, from the training labels
     focal_loss: bool = False  # focal loss instead of cross-entropy (with class_weights: as its alpha)
     focal_gamma: float = 2.0
+    # Distillation (`bert-tf distill`, bert_tf.distillation): with a teacher (a fine-tuned model directory), the
+    # task, its labels and settings are the teacher's; `init` is the student's start, or "teacher": `student_layers`
+    # of the teacher's layers (every k-th); the loss mixes the teacher's soft targets at `temperature`.
+    teacher: str | None = None
+    student_layers: int | None = None
+    temperature: float = 2.0
+    soft_weight: float = 0.5  # the soft-target loss's share (the rest: the labels' loss)
     # SQuAD (defaults and meaning: bert_tf.TaskSpec, where they are saved with the model).
     doc_stride: int = TaskSpec.doc_stride
     max_query_length: int = TaskSpec.max_query_length
@@ -72,7 +79,7 @@ class FinetuneConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"FinetuneConfig: {name} must be a positive integer, got {value!r}.")
-        for name in ("seq_length", "max_train_examples", "early_stopping_patience"):
+        for name in ("seq_length", "max_train_examples", "early_stopping_patience", "student_layers"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"FinetuneConfig: {name} must be a positive integer or None, got {value!r}.")
@@ -96,6 +103,15 @@ class FinetuneConfig:
             raise ValueError(f"FinetuneConfig: label_names must be distinct and not empty, got {self.label_names!r}.")
         if self.multi_label and (self.class_weights or self.focal_loss):
             raise ValueError("FinetuneConfig: class_weights and focal_loss apply to single-label classification.")
+        if self.teacher is None and (self.init == "teacher" or self.student_layers is not None):
+            raise ValueError("FinetuneConfig: a start from the teacher's layers needs a teacher.")
+        if self.teacher is not None:
+            if (self.init == "teacher") != (self.student_layers is not None):
+                raise ValueError("FinetuneConfig: student_layers goes with init='teacher' (the teacher's layers), "
+                                 "and init='teacher' needs it.")
+            if self.temperature <= 0 or not 0 <= self.soft_weight <= 1:
+                raise ValueError(f"FinetuneConfig: temperature must be > 0 and soft_weight in [0, 1], got "
+                                 f"{self.temperature!r} and {self.soft_weight!r}.")
         self.task_spec()  # the task's own checks (seq_length against the question, ...)
 
     def sequence_length(self) -> int:

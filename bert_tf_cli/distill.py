@@ -1,0 +1,56 @@
+"""`bert-tf distill`: a smaller student learns a fine-tuned teacher's task from its soft targets and the labels."""
+
+from bert_tf_cli.config_defaults import dataclass_defaults
+from bert_tf_cli.finetune import add_training_arguments, print_result
+
+# CLI flag (argparse dest) → FinetuneConfig field, passed only when given (FinetuneConfig's defaults apply).
+_OPTIONAL_FIELDS = {
+    "dev": "dev_file", "batch_size": "batch_size", "epochs": "epochs", "learning_rate": "learning_rate",
+    "warmup_proportion": "warmup_proportion", "weight_decay": "weight_decay", "dropout": "dropout", "seed": "seed",
+    "early_stopping": "early_stopping_patience", "max_train_examples": "max_train_examples",
+    "student_layers": "student_layers", "temperature": "temperature", "soft_weight": "soft_weight",
+}
+
+
+def register(commands) -> None:
+    default = dataclass_defaults("pipelines/finetune_config.py", "FinetuneConfig")
+    parser = commands.add_parser(
+        "distill", help="distil a fine-tuned model into a smaller student (then export --quantize int8)",
+        description="Train a student on the teacher's task (its labels, seq_length and settings) from the labels and "
+                    "the teacher's soft targets at --temperature, mixed by --soft-weight; Keras fit as in finetune, "
+                    "the dev file scored after every epoch. --student is a checkpoint with the teacher's vocabulary, "
+                    "a preset name or bert_config.json (a random start), or `teacher`: --student-layers of the "
+                    "teacher's own layers, every k-th (DistilBERT). The output is an ordinary model directory.")
+    parser.add_argument("--teacher", required=True, help="fine-tuned model directory (bert-tf finetune's --out)")
+    parser.add_argument("--train", required=True, help="training file, in the teacher's task's format")
+    parser.add_argument("--dev", help="dev file, scored after every epoch")
+    parser.add_argument("--student", required=True,
+                        help="checkpoint, preset name (e.g. tiny, mini), bert_config.json, or `teacher`")
+    parser.add_argument("--student-layers", type=int, metavar="N", help="with --student teacher: how many layers")
+    parser.add_argument("--out", required=True, help="output model directory (the student)")
+    parser.add_argument("--overwrite", action="store_true", help="replace a non-empty output directory")
+    parser.add_argument("--temperature", type=float,
+                        help=f"softens both models' outputs (default: {default['temperature']})")
+    parser.add_argument("--soft-weight", type=float,
+                        help=f"share of the soft-target loss, the rest the labels' (default: {default['soft_weight']})")
+    add_training_arguments(parser, default)
+    parser.set_defaults(run=run)
+
+
+def config_from_args(args):
+    from bert_tf.model_directory import read_task
+    from pipelines.finetune_config import FinetuneConfig
+
+    return FinetuneConfig(
+        task=read_task(args.teacher), train_file=args.train, output_dir=args.out, init=args.student,
+        teacher=args.teacher, select_best=not args.last_epoch, bucketing=not args.no_bucketing,
+        overwrite=args.overwrite,
+        **{field: getattr(args, flag) for flag, field in _OPTIONAL_FIELDS.items() if getattr(args, flag) is not None},
+    )
+
+
+def run(args) -> None:
+    from pipelines.finetune import finetune
+
+    config = config_from_args(args)
+    print_result(config, finetune(config))

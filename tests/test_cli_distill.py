@@ -1,0 +1,93 @@
+"""`bert-tf distill` end to end on tiny models: a sentiment teacher distilled into a student of its own first
+layer and into a random narrower one, the student served by every path like a fine-tuned model, NER and SQuAD
+teachers distilled too, and bad combinations refused in one line."""
+
+import json
+
+import pytest
+
+import bert_tf
+from bert_tf_cli import main
+from tiny_finetune_files import VOCAB, write_bert_config, write_conll, write_sentiment_tsv, write_squad, write_vocab
+
+TRAINING = ["--epochs", "3", "--batch-size", "16", "--learning-rate", "3e-3", "--dropout", "0"]
+
+
+@pytest.fixture(scope="module")
+def sentiment(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("distill")
+    files = {"vocab": write_vocab(directory), "config": write_bert_config(directory),
+             "train": write_sentiment_tsv(directory / "train.tsv", 96, seed=0),
+             "dev": write_sentiment_tsv(directory / "dev.tsv", 32, seed=1), "dir": directory}
+    assert main(["finetune", "--task", "classify", "--train", str(files["train"]), "--dev", str(files["dev"]),
+                 "--init", str(files["config"]), "--vocab", str(files["vocab"]), "--out", str(directory / "teacher"),
+                 "--seq-length", "16", "--label-names", "negative,positive", *TRAINING, "--epochs", "6"]) == 0
+    return files
+
+
+def distill(files, out, *student):
+    return main(["distill", "--teacher", str(files["dir"] / "teacher"), "--train", str(files["train"]),
+                 "--dev", str(files["dev"]), "--out", str(out), *student, *TRAINING])
+
+
+def test_a_student_of_the_teachers_layers_keeps_its_task_and_serves_like_any_model(sentiment, tmp_path, capsys):
+    out = tmp_path / "student"
+    assert distill(sentiment, out, "--student", "teacher", "--student-layers", "1", "--temperature", "3") == 0
+    printed = capsys.readouterr().out
+    assert "Distilling" in printed and "a student of 1 layers" in printed and "Dev scores (epoch" in printed
+    directory = bert_tf.load_model_directory(out)
+    teacher = bert_tf.load_model_directory(sentiment["dir"] / "teacher")
+    assert directory.encoder.config.num_hidden_layers == 1 and directory.task == teacher.task
+    assert directory.metadata["training"]["config"]["teacher"] == str(sentiment["dir"] / "teacher")
+    assert directory.metadata["training"]["config"]["temperature"] == 3.0
+    assert directory.metadata["dev_scores"]["accuracy"] >= 0.8
+
+    assert main(["evaluate", "--model", str(out), "--data", str(sentiment["dev"])]) == 0
+    assert main(["predict", "--model", str(out), "the film was great", "--json"]) == 0
+    capsys.readouterr()
+    assert main(["export", "--model", str(out), "--out", str(tmp_path / "models"), "--name", "student",
+                 "--quantize", "int8"]) == 0
+    assert (tmp_path / "models" / "student" / "1" / "model.tflite").is_file()
+
+
+def test_a_random_narrower_student(sentiment, tmp_path):
+    config = sentiment["dir"] / "narrow.json"
+    bert_tf.BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                       intermediate_size=32, max_position_embeddings=64).write_json(config)
+    assert distill(sentiment, tmp_path / "narrow", "--student", str(config), "--soft-weight", "0.8") == 0
+    directory = bert_tf.load_model_directory(tmp_path / "narrow")
+    assert directory.encoder.config.hidden_size == 16 and directory.model.label_names == ["negative", "positive"]
+
+
+@pytest.mark.parametrize("task", ["ner", "squad"])
+def test_ner_and_squad_teachers_distil(task, tmp_path):
+    train = write_conll(tmp_path / "train.txt", copies=2) if task == "ner" else write_squad(tmp_path / "train.json")
+    files = {"vocab": write_vocab(tmp_path), "config": write_bert_config(tmp_path), "train": train, "dev": train,
+             "dir": tmp_path}
+    shape = ["--seq-length", "32"] if task == "ner" else ["--seq-length", "48", "--max-query-length", "16",
+                                                          "--doc-stride", "16"]
+    assert main(["finetune", "--task", task, "--train", str(train), "--init", str(files["config"]), "--vocab",
+                 str(files["vocab"]), "--out", str(tmp_path / "teacher"), *shape, *TRAINING]) == 0
+    assert distill(files, tmp_path / "student", "--student", "teacher", "--student-layers", "1") == 0
+    assert bert_tf.load_model_directory(tmp_path / "student").task.task == task
+
+
+def test_bad_combinations_are_one_line_errors(sentiment, tmp_path, capsys):
+    other_vocab = tmp_path / "other"
+    other_vocab.mkdir()
+    (other_vocab / "vocab.txt").write_text("\n".join(VOCAB[:-1] + ["zebra"]) + "\n")
+    student = bert_tf.BertModel(bert_tf.BertConfig.from_json_file(sentiment["config"]))
+    bert_tf.save_pretrained(student, tmp_path / "checkpoint", vocab_file=other_vocab / "vocab.txt")
+    cases = [
+        (["--student", "teacher"], "student_layers goes with init='teacher'"),
+        (["--student", "teacher", "--student-layers", "3"], "takes 1 to 2 of them, not 3"),
+        (["--student", str(tmp_path / "checkpoint")], "has another vocabulary"),
+        (["--student", "teacher", "--student-layers", "1", "--soft-weight", "2"], "soft_weight in [0, 1]"),
+    ]
+    for arguments, message in cases:
+        assert distill(sentiment, tmp_path / "bad", *arguments) == 2
+        error = capsys.readouterr().err.strip()
+        assert message in error and len(error.splitlines()) == 1, error
+    assert main(["distill", "--teacher", str(sentiment["vocab"].parent / "nowhere"), "--train",
+                 str(sentiment["train"]), "--student", "tiny", "--out", str(tmp_path / "x")]) == 2
+    assert "nowhere" in capsys.readouterr().err
