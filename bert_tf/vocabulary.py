@@ -261,7 +261,8 @@ def _learn_word_pieces(counts: dict[str, int], size: int, reserved: list[str], m
     """tensorflow-text's WordPiece learner (its `learn`, with its defaults): the tokens, and the count a piece needed.
 
     Its binary search for that count runs here, one try at a time, so that the progress bar
-    moves (each try is a whole learning pass: a minute on a large corpus).
+    moves (each try is a whole learning pass: a minute on a large corpus); it tries counts of at
+    least `min_count` only, and keeps the try nearest to `size` from below.
     """
     learner = wordpiece_tokenizer_learner_lib
     params = learner.Params(
@@ -274,19 +275,23 @@ def _learn_word_pieces(counts: dict[str, int], size: int, reserved: list[str], m
     words = learner.filter_input_words(words, learner.get_allowed_chars(words, params.max_unique_chars),
                                        params.max_input_tokens)
     most_tries = (upper - lower + 1).bit_length()  # of a binary search over [lower, upper]
+    best = None  # (tokens, count) of the try nearest to `size` from below
     with tqdm(total=most_tries, desc="learning word pieces", unit="try", disable=not progress) as bar:
-        while True:
-            needed_count = (lower + upper) // 2
-            tokens = learner.learn_with_thresh(words, needed_count, params)
-            bar.set_postfix(min_count=needed_count, tokens=len(tokens))
+        while lower <= upper:
+            count = (lower + upper) // 2
+            tokens = learner.learn_with_thresh(words, count, params)
+            bar.set_postfix(pieces_seen_at_least=count, tokens=len(tokens))
             bar.update(1)
-            if size * (1 - LEARNER_SLACK) <= len(tokens) <= size or lower >= upper or needed_count <= 1:
-                bar.total = bar.n  # done: the search may end before its most tries
-                return tokens, needed_count
+            if len(tokens) <= size and (best is None or len(tokens) > len(best[0])):
+                best = tokens, count
+            if size * (1 - LEARNER_SLACK) <= len(tokens) <= size:
+                break
             if len(tokens) > size:
-                lower = needed_count + 1
+                lower = count + 1
             else:
-                upper = needed_count - 1
+                upper = count - 1
+        bar.total = bar.n  # done: the search may end before its most tries
+    return best if best is not None else (tokens[:size], count)  # every count gave too many: the fewest, cut
 
 
 def _count_words(paths: list[Path], table, progress: bool, lines_per_batch: int = 4096) -> dict[str, int]:

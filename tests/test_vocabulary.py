@@ -142,9 +142,27 @@ def test_learning_says_why_it_learned_fewer_tokens_than_asked_for(tmp_path, capl
     assert vocabulary_warnings(caplog) == [
         f"Learned {len(vocabulary):,} tokens, fewer than the 1,000 asked for: no more word pieces occur at least "
         "min_count=10 times (--min-count); lower it, or learn from more text."]
-    caplog.clear()
-    assert len(learn_vocabulary([corpus], 1000, tmp_path / "vocab.txt", progress=False, min_count=1)) > 950
-    assert vocabulary_warnings(caplog) == []
+    caplog.clear()  # every piece seen once is more than 1,000 tokens, those seen twice fewer: never more than asked
+    vocabulary = learn_vocabulary([corpus], 1000, tmp_path / "vocab.txt", progress=False, min_count=1)
+    assert vocabulary_warnings(caplog) == [f"Learned {len(vocabulary):,} tokens, fewer than the 1,000 asked for: no "
+                                           "minimum count gives a size nearer to it (this one needs 2)."]
+
+
+def test_the_search_never_tries_a_count_under_min_count(monkeypatch):
+    """The progress line shows the count each try needs: it must never go under --min-count, which the
+    warning then names (it showed "min_count=9" beside a warning about min_count=10)."""
+    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+    from bert_tf.vocabulary import _learn_word_pieces
+
+    tried = []
+    learn = learner.learn_with_thresh
+    monkeypatch.setattr(learner, "learn_with_thresh", lambda words, count, params: tried.append(count) or learn(
+        words, count, params))
+    # Counts from 3 to 14: the search runs over [min_count, 14]; every count gives too few pieces.
+    counts = {"".join(random.Random(index).choices("abcdefgh", k=6)): 3 + index % 12 for index in range(40)}
+    tokens, needed = _learn_word_pieces(counts, 1000, ["[PAD]"], min_count=10, max_word_length=50, progress=False)
+    assert min(tried) == needed == 10 and len(tried) == len(set(tried)) and len(tokens) < 1000
 
 
 def test_bert_tf_vocab_warns_on_the_command_line(tmp_path):
