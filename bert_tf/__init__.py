@@ -10,7 +10,10 @@ Example:
 
 import os
 
+from bert_tf.native_stderr import quiet_tensorflow_start_up
+
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+quiet_tensorflow_start_up()  # TensorFlow's native start-up lines are noise in a user's script; errors still show
 
 import keras  # noqa: E402
 

@@ -15,10 +15,9 @@ import importlib
 import importlib.metadata
 import itertools
 import logging
-import os
 import sys
 
-from bert_tf_cli.quiet import quiet_tensorflow
+from bert_tf_cli.quiet import quiet_tensorflow, show_tensorflow_logs
 
 # Subcommand modules of this package, in the order `--help` lists them.
 COMMAND_MODULES = ("quickstart", "prepare_corpus", "vocab", "pretrain", "convert", "serve", "export", "embed", "fill_mask", "attention", "finetune", "distill", "evaluate", "predict")
@@ -40,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     # Decided before anything can import TensorFlow: -v/--verbose comes before the command.
     verbose = any(arg in ("-v", "--verbose") for arg in itertools.takewhile(lambda arg: arg.startswith("-"), argv))
     if verbose:
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's warnings and errors
+        show_tensorflow_logs()
     else:
         quiet_tensorflow()
     args = build_parser().parse_args(argv)

@@ -7,7 +7,7 @@ The server (for development and tests) is written by hand because the official
 against the official server, which is what production should use.
 
 Three rooms, one per audience (import their modules directly; no package file here imports
-anything, so that the command line stays fast):
+anything but the standard library, so that the command line stays fast):
     export/   for people who write exports (`bert-tf export`)
         saved_model   `export_saved_model`: a bert-tf model directory → BASE/NAME/<version>/ (README.md)
         tflite        `export_tflite`: the same as a `.tflite` file (ids or raw text in, quantization)
@@ -29,7 +29,8 @@ nothing of the server or the export, the server nothing of the export, the expor
     rest_json     TensorFlow Serving's REST JSON, both ways
     classification  the Classify convention and `make_example` (its Examples)
     tflite_runner `TfliteModel`: runs a `.tflite` file (the export checks it, the server serves it)
-    native_stderr native libraries' stderr lines, filtered
+    native_stderr native libraries' stderr lines, filtered (`bert_tf.native_stderr`, loaded on its own:
+                  importing the package quiets TensorFlow's start-up lines, as `import bert_tf` does)
 
 Example:
     >>> from serving.export.demo_model import save_demo_model
@@ -41,3 +42,22 @@ Example:
     ...     client.predict({"text": ["a fine day"]})["probabilities"].shape
     (1, 3)
 """
+
+import importlib.util
+import sys
+from pathlib import Path
+
+
+def _load_native_stderr():
+    """bert_tf/native_stderr.py (standard library only), loaded on its own: `import bert_tf.native_stderr` would
+    first run bert_tf/__init__, which imports TensorFlow, the very import whose start-up lines it drops."""
+    path = Path(importlib.util.find_spec("bert_tf").origin).parent / "native_stderr.py"
+    spec = importlib.util.spec_from_file_location("serving.native_stderr", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # `from serving.native_stderr import ...` finds it
+    spec.loader.exec_module(module)
+    return module
+
+
+native_stderr = _load_native_stderr()
+native_stderr.quiet_tensorflow_start_up()
