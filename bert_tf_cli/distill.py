@@ -29,6 +29,9 @@ def register(commands) -> None:
     parser.add_argument("--student-layers", type=int, metavar="N", help="with --student teacher: how many layers")
     parser.add_argument("--out", required=True, help="output model directory (the student)")
     parser.add_argument("--overwrite", action="store_true", help="replace a non-empty output directory")
+    parser.add_argument("--unlabeled", nargs="+", metavar="FILE", default=(),
+                        help="text files, a sentence per line (pairs: tab-separated), that the teacher labels for the "
+                             "student to learn from too (classification and NER)")
     parser.add_argument("--temperature", type=float,
                         help=f"softens both models' outputs (default: {default['temperature']})")
     parser.add_argument("--soft-weight", type=float,
@@ -43,7 +46,7 @@ def config_from_args(args):
 
     return FinetuneConfig(
         task=read_task(args.teacher), train_file=args.train, output_dir=args.out, init=args.student,
-        teacher=args.teacher, select_best=not args.last_epoch, bucketing=not args.no_bucketing,
+        teacher=args.teacher, unlabeled_files=tuple(args.unlabeled), select_best=not args.last_epoch, bucketing=not args.no_bucketing,
         overwrite=args.overwrite,
         **{field: getattr(args, flag) for flag, field in _OPTIONAL_FIELDS.items() if getattr(args, flag) is not None},
     )

@@ -163,6 +163,28 @@ class ClassificationTask(FinetuneTask):
         """Multi-label: which classes are predicted (sigmoid at least the spec's threshold)."""
         return 1.0 / (1.0 + np.exp(-logits.astype(np.float64))) >= self.spec.multi_label_threshold
 
+    def labelled_by(self, model, texts: list[str], source: str, batch_size: int) -> ClassificationExamples:
+        """`texts` (pair models: "text<TAB>second text") with the classes `model` predicts for them."""
+        if getattr(model, "mode", None) == "regression":
+            raise ValueError("Unlabeled text teaches classifiers, not regression models.")
+        pairs = None
+        if self.text_pair:
+            split = [text.split("\t", 1) for text in texts]
+            missing = next((line for line, parts in enumerate(split, start=1) if len(parts) < 2), None)
+            if missing is not None:
+                raise ValueError(f"{source}, line {missing}: the teacher classifies text pairs: put a tab between "
+                                 "the two texts.")
+            texts, pairs = [parts[0] for parts in split], [parts[1] for parts in split]
+        examples = self.examples_from_texts(texts, pairs)
+        predicted = self.predict(model, self.prepare(examples, training=False), batch_size)
+        labels = [result["labels"] if self.spec.multi_label else result["label"] for result in predicted]
+        return dataclasses.replace(examples, source=source, labels=labels)
+
+    def joined(self, examples: ClassificationExamples, more: ClassificationExamples) -> ClassificationExamples:
+        pairs = None if examples.text_pairs is None else examples.text_pairs + more.text_pairs
+        return dataclasses.replace(examples, texts=examples.texts + more.texts, text_pairs=pairs,
+                                   labels=examples.labels + more.labels, lines=examples.lines + more.lines)
+
     def examples_from_texts(self, texts, text_pairs=None) -> ClassificationExamples:
         """Examples to predict, from strings (one per text, and a second text each for pair models)."""
         if self.text_pair != (text_pairs is not None):

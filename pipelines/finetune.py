@@ -43,7 +43,7 @@ from bert_tf.checkpoints import check_vocabulary_fits
 from bert_tf.checkpoints.pretrained import presets_home
 from bert_tf.distillation import Distiller, student_from_teacher
 from bert_tf.optimization import create_optimizer
-from bert_tf.text_files import existing_file
+from bert_tf.text_files import existing_file, utf8_lines
 from bert_tf.tokenizer import BertTokenizer
 from bert_tf.training.progress import TextProgressCallback, is_terminal
 from bert_tf.vocabulary import read_vocab_file, resolve_lower_case
@@ -155,6 +155,12 @@ def training_data(config: FinetuneConfig, tokenizer: BertTokenizer, teacher=None
     train on exactly them: benchmarks/quality.py). With a `teacher` (`ModelDirectory`), its task and labels."""
     task = task_from_config(config, tokenizer) if teacher is None else task_from_directory(teacher)
     examples = _subset(task, task.read(config.train_file, fit_labels=teacher is None), config)
+    for path in config.unlabeled_files:
+        texts = [line.strip() for line in utf8_lines(existing_file(path, "Unlabeled file", "--unlabeled"))]
+        texts = [text for text in texts if text]
+        if texts:
+            logger.info("Labelling the %d lines of %s with the teacher.", len(texts), path)
+            examples = task.joined(examples, task.labelled_by(teacher.model, texts, str(path), config.batch_size))
     data = task.prepare(examples, training=True)
     batches = task.training_batches(data, config.batch_size, config.bucketing, config.seed)
     return TrainingData(task, examples, data, batches, int(batches.cardinality()) * config.epochs)
@@ -166,6 +172,8 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
     existing_file(config.train_file, "Training file", "--train")  # before the encoder loads
     if config.dev_file:
         existing_file(config.dev_file, "Dev file", "--dev")
+    for path in config.unlabeled_files:
+        existing_file(path, "Unlabeled file", "--unlabeled")
     keras.utils.set_random_seed(config.seed)
     teacher = _load_teacher(config) if config.teacher else None
     encoder, vocab_file, lower_case = load_encoder(config) if teacher is None else _student_encoder(config, teacher)

@@ -65,6 +65,9 @@ class FinetuneConfig:
     student_layers: int | None = None
     temperature: float = 2.0
     soft_weight: float = 0.5  # the soft-target loss's share (the rest: the labels' loss)
+    # Text files, a sentence per line (pairs: a tab between the texts), that the teacher labels and the student
+    # learns from besides the training file (classification and NER).
+    unlabeled_files: tuple[str, ...] = ()
     # SQuAD (defaults and meaning: bert_tf.TaskSpec, where they are saved with the model).
     doc_stride: int = TaskSpec.doc_stride
     max_query_length: int = TaskSpec.max_query_length
@@ -103,8 +106,9 @@ class FinetuneConfig:
             raise ValueError(f"FinetuneConfig: label_names must be distinct and not empty, got {self.label_names!r}.")
         if self.multi_label and (self.class_weights or self.focal_loss):
             raise ValueError("FinetuneConfig: class_weights and focal_loss apply to single-label classification.")
-        if self.teacher is None and (self.init == "teacher" or self.student_layers is not None):
-            raise ValueError("FinetuneConfig: a start from the teacher's layers needs a teacher.")
+        self.unlabeled_files = tuple(self.unlabeled_files)
+        if self.teacher is None and (self.init == "teacher" or self.student_layers is not None or self.unlabeled_files):
+            raise ValueError("FinetuneConfig: a start from the teacher's layers, or unlabeled text, needs a teacher.")
         if self.teacher is not None:
             if (self.init == "teacher") != (self.student_layers is not None):
                 raise ValueError("FinetuneConfig: student_layers goes with init='teacher' (the teacher's layers), "

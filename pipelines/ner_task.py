@@ -137,6 +137,17 @@ class NerTask(FinetuneTask):
                             "tags": [self.label_names[index] for index in word_logits[row].argmax(axis=-1)]})
         return results
 
+    def labelled_by(self, model, texts: list[str], source: str, batch_size: int) -> NerExamples:
+        """`texts`, split into words, with the tags `model` predicts for them."""
+        examples = self.examples_from_texts(texts)
+        for sentence, result in zip(examples.sentences, self.predict(model, self.prepare(examples, False), batch_size)):
+            sentence.tags, sentence.word_lines = result["tags"], [sentence.line] * len(sentence.words)
+        return dataclasses.replace(examples, source=source)
+
+    def joined(self, examples: NerExamples, more: NerExamples) -> NerExamples:
+        return NerExamples(examples.source, examples.sentences + more.sentences, examples.texts + more.texts,
+                           examples.spans + more.spans)
+
     def examples_from_texts(self, texts) -> NerExamples:
         """Sentences to tag from strings: each cut to `max_text_bytes`, split into words as BERT's basic
         tokenizer splits them (`BertTokenizer.words`, as the SavedModel splits them)."""

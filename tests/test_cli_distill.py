@@ -50,6 +50,29 @@ def test_a_student_of_the_teachers_layers_keeps_its_task_and_serves_like_any_mod
     assert (tmp_path / "models" / "student" / "1" / "model.tflite").is_file()
 
 
+def test_unlabeled_text_is_labelled_by_the_teacher(sentiment, tmp_path):
+    from pipelines.prediction import Predictor
+
+    unlabeled = tmp_path / "reviews.txt"
+    sentences = [line.split("\t")[0].strip() for line in sentiment["dev"].read_text().splitlines()[1:]]
+    unlabeled.write_text("\n".join(sentences) + "\n\n")
+    teacher = Predictor(sentiment["dir"] / "teacher")
+    from pipelines.finetune import training_data
+    from pipelines.finetune_config import FinetuneConfig
+
+    config = FinetuneConfig(task="classify", train_file=str(sentiment["train"]), output_dir=str(tmp_path / "x"),
+                            init="teacher", student_layers=1, teacher=str(sentiment["dir"] / "teacher"),
+                            unlabeled_files=(str(unlabeled),))
+    directory = bert_tf.load_model_directory(config.teacher)
+    examples = training_data(config, directory.tokenizer(), directory).examples
+    assert len(examples) == 96 + len(sentences)
+    assert examples.labels[96:] == [result["label"] for result in teacher.classify(sentences)]
+    assert distill(sentiment, tmp_path / "student", "--student", "teacher", "--student-layers", "1",
+                   "--unlabeled", str(unlabeled)) == 0
+    training = bert_tf.load_model_directory(tmp_path / "student").metadata["training"]
+    assert training["train_examples"] == 96 + len(sentences)
+
+
 def test_a_random_narrower_student(sentiment, tmp_path):
     config = sentiment["dir"] / "narrow.json"
     bert_tf.BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
@@ -68,8 +91,15 @@ def test_ner_and_squad_teachers_distil(task, tmp_path):
                                                           "--doc-stride", "16"]
     assert main(["finetune", "--task", task, "--train", str(train), "--init", str(files["config"]), "--vocab",
                  str(files["vocab"]), "--out", str(tmp_path / "teacher"), *shape, *TRAINING]) == 0
-    assert distill(files, tmp_path / "student", "--student", "teacher", "--student-layers", "1") == 0
+    unlabeled = ["--unlabeled", str(write_text(tmp_path / "news.txt", "Mary lives in Paris.\nJohn works at Acme.\n"))]
+    assert distill(files, tmp_path / "student", "--student", "teacher", "--student-layers", "1",
+                   *(unlabeled if task == "ner" else [])) == 0
     assert bert_tf.load_model_directory(tmp_path / "student").task.task == task
+
+
+def write_text(path, text):
+    path.write_text(text)
+    return path
 
 
 def test_bad_combinations_are_one_line_errors(sentiment, tmp_path, capsys):
