@@ -146,7 +146,7 @@ def _predicted(finetune_task, data, outputs) -> list[str]:
     """Every prediction, flat: the label of each example, the tag of each word of each sentence, each answer's text."""
     predictions = finetune_task.predictions(data, outputs)
     if finetune_task.name == "ner":
-        return [tag for sentence in predictions for _, tag in sentence]
+        return [tag for sentence in predictions for tag in sentence["tags"]]
     return [prediction["label" if finetune_task.name == "classify" else "text"] for prediction in predictions]
 
 
