@@ -71,6 +71,37 @@ TASKS = (
 QUICK_TASKS = ("mrpc", "conll")
 
 
+def bert_tf_model(task: QualityTask, settings: Settings, work: Path) -> tuple[Path, dict]:
+    """The seed-1 `bert_tf` model of `task` (fine-tuned now unless `work` holds it with the same config), and its
+    record: the command and the training summary. For the benchmarks that measure what comes after fine-tuning."""
+    from bert_tf_cli import build_parser
+    from bert_tf_cli.finetune import config_from_args
+    from pipelines.finetune import finetune
+
+    flags = finetune_flags(task, "bert_tf", SEEDS[0], settings, work)
+    config = config_from_args(build_parser().parse_args(["finetune", *flags]))
+    model_dir = Path(config.output_dir)
+    metadata_file = model_dir / "bert_tf.json"
+    reused = metadata_file.is_file() and _same_config(json.loads(metadata_file.read_text())["training"]["config"],
+                                                      config)
+    command = shlex.join(["bert-tf", "finetune", *flags])
+    print(f"{task.name}: {'reusing the model of' if reused else 'running'} `{command}`", flush=True)
+    if not reused:
+        finetune(config, progress=False)
+    training = json.loads(metadata_file.read_text())["training"]
+    return model_dir, {"command": command, "trained_now": not reused,
+                       **{key: training[key] for key in ("train_examples", "train_steps", "train_seconds")}}
+
+
+def _same_config(saved: dict, config) -> bool:
+    """Whether a saved FinetuneConfig (as JSON) is `config`; fields added since it was saved must hold their defaults."""
+    current = json.loads(json.dumps(dataclasses.asdict(config)))
+    defaults = json.loads(json.dumps({field.name: field.default for field in dataclasses.fields(config)
+                                      if field.default is not dataclasses.MISSING}))
+    return all(saved[name] == value if name in saved else defaults.get(name) == value
+               for name, value in current.items())
+
+
 def split_squad(source: Path, work: Path, dev_articles: int) -> None:
     """Writes the subset's last `dev_articles` articles as squad_dev.json and the others as squad_train.json."""
     data = json.loads(source.read_text(encoding="utf-8"))

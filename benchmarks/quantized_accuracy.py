@@ -19,9 +19,6 @@ log-probabilities, as the exports give probabilities).
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import shlex
 import tempfile
 from pathlib import Path
 
@@ -33,9 +30,6 @@ from benchmarks import quality
 from benchmarks.harness import usable_cores
 from benchmarks.report import BenchmarkResult, markdown_table
 from benchmarks.settings import Settings
-from bert_tf_cli import build_parser
-from bert_tf_cli.finetune import config_from_args
-from pipelines.finetune import finetune
 from pipelines.tasks import task_from_directory
 from serving.export.saved_model import export_saved_model
 from serving.export.tflite import export_tflite
@@ -89,27 +83,9 @@ def run(settings: Settings) -> BenchmarkResult:
     return BenchmarkResult(NAME, markdown(title, tasks, results, settings), {"results": results})
 
 
-def fine_tuned(task: quality.QualityTask, settings: Settings, work: Path) -> tuple[Path, dict]:
-    """The quality benchmark's seed-1 bert-tf model of `task` (fine-tuned now unless `work` holds it with the same
-    config), and its record: the command and the training summary."""
-    flags = quality.finetune_flags(task, "bert_tf", SEED, settings, work)
-    config = config_from_args(build_parser().parse_args(["finetune", *flags]))
-    model_dir = Path(config.output_dir)
-    metadata_file = model_dir / "bert_tf.json"
-    reused = metadata_file.is_file() and json.loads(metadata_file.read_text())["training"]["config"] == \
-        json.loads(json.dumps(dataclasses.asdict(config)))
-    command = shlex.join(["bert-tf", "finetune", *flags])
-    print(f"{task.name}: {'reusing the model of' if reused else 'running'} `{command}`", flush=True)
-    if not reused:
-        finetune(config, progress=False)
-    training = json.loads(metadata_file.read_text())["training"]
-    return model_dir, {"command": command, "trained_now": not reused,
-                       **{key: training[key] for key in ("train_examples", "train_steps", "train_seconds")}}
-
-
 def evaluate_task(task: quality.QualityTask, settings: Settings, work: Path, scratch: Path) -> dict:
     """Scores the task's model on dev through each of `PATHS`."""
-    model_dir, training = fine_tuned(task, settings, work)
+    model_dir, training = quality.bert_tf_model(task, settings, work)
     directory = bert_tf.load_model_directory(model_dir)
     finetune_task = task_from_directory(directory)
     _, dev_file = quality.data_files(task, settings, work)

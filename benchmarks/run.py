@@ -16,6 +16,7 @@ Benchmarks (each a module of this package with `run(settings) -> BenchmarkResult
   served_quantized    the bf16 and int8 exports served by `bert-tf serve`: SST-2 dev labels and sentences/s
   int8_matmul one BERT-base dense product by every int8 and bfloat16 route (TensorFlow, LiteRT, ONNX Runtime)
   quality     fine-tuning from the trained BERT-Mini, bert-tf against transformers, 5 tasks x 3 seeds (~2 hours)
+  distillation  students of the quality benchmark's teachers: dev score against float32/int8 speed (~50 minutes)
 
 Each benchmark runs in its own process (a fresh memory) and times its contenders interleaved
 (A B A B ...) after warm-up and reports medians with their spread. Results go to benchmarks/RESULTS.md (one delimited section per benchmark,
@@ -52,6 +53,7 @@ BENCHMARKS = {
     "served_quantized": "served_quantized",
     "int8_matmul": "int8_matmul",
     "quality": "quality",
+    "distillation": "distillation",
 }
 
 
