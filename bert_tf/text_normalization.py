@@ -35,10 +35,15 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import hashlib
 import itertools
+import os
+import tempfile
 import unicodedata
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -116,7 +121,31 @@ class CharacterTable:
 
 @functools.lru_cache(maxsize=4)
 def character_table(lower_case: bool, strip_accents: bool) -> CharacterTable:
-    """Tabulates `normalize_character` over all code points (about a second; cached)."""
+    """Tabulates `normalize_character` over all code points: 2 to 4 s, so the table is also kept on disk
+    (`table_cache_file`) and later processes read it in milliseconds."""
+    path = table_cache_file(lower_case, strip_accents)
+    with contextlib.suppress(OSError, ValueError, KeyError):  # none yet, unreadable or damaged: tabulate anew
+        with np.load(path) as arrays:
+            return CharacterTable(**{field.name: arrays[field.name] for field in dataclasses.fields(CharacterTable)})
+    table = _tabulate(lower_case, strip_accents)
+    with contextlib.suppress(OSError):  # a read-only home: every process tabulates
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npz", delete=False) as file:
+            np.savez(file, **dataclasses.asdict(table))
+        os.replace(file.name, path)
+    return table
+
+
+def table_cache_file(lower_case: bool, strip_accents: bool) -> Path:
+    """Where the table is kept: `$XDG_CACHE_HOME/bert_tf` (default ~/.cache/bert_tf), named by the Unicode version
+    of this Python, the options and this module's source (a change to the rules makes a new file)."""
+    source = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bert_tf"
+    return home / (f"character_table-unicode{unicodedata.unidata_version}-lower{int(lower_case)}-"
+                   f"strip{int(strip_accents)}-{source}.npz")
+
+
+def _tabulate(lower_case: bool, strip_accents: bool) -> CharacterTable:
     identity = ((0, 1),)
     rules: dict[tuple, int] = {identity: 0}
     rule_of = np.zeros(NUM_CODE_POINTS, np.int32)

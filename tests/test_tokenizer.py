@@ -7,6 +7,7 @@ The reference is `tokenizers.BertWordPieceTokenizer(vocab, lowercase=L, strip_ac
 import json
 import unicodedata
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -315,3 +316,26 @@ def test_long_word_limit_is_in_characters(tiny):
     with pytest.raises(ValueError, match="max_chars_per_word"):
         BertTokenizer(TINY_TOKENS, max_chars_per_word=0)
 
+
+
+def test_the_character_table_is_kept_on_disk_and_read_back(tmp_path, monkeypatch):
+    """Tabulating takes seconds per process (most of a command's start-up); the file makes it milliseconds."""
+    import dataclasses as dc
+
+    from bert_tf.text_normalization import table_cache_file
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    character_table.cache_clear()
+    built = character_table(True, True)
+    path = table_cache_file(True, True)
+    assert path.is_file() and path.parent == tmp_path / "bert_tf"
+    character_table.cache_clear()
+    read = character_table(True, True)
+    for field in dc.fields(built):
+        np.testing.assert_array_equal(getattr(read, field.name), getattr(built, field.name))
+    path.write_bytes(b"damaged")
+    character_table.cache_clear()
+    rebuilt = character_table(True, True)
+    np.testing.assert_array_equal(rebuilt.block_rules, built.block_rules)
+    assert path.stat().st_size > 1000  # written again
+    character_table.cache_clear()
