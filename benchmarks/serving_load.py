@@ -2,6 +2,8 @@
 
     python -m benchmarks.serving_load                      # builds and serves the tiny demo model
     python -m benchmarks.serving_load --model_base_path /models/bert --model_name bert
+    python -m benchmarks.serving_load --model_base_path models/sst2 --model_name sst2 \
+        --sentences ../shared/data/sst2/dev.tsv --clients 1 8 64 --modes grpc-kept rest-kept --enable_batching
 
 The server runs in a child process (its own interpreter and GIL, as a real server would)
 on free 127.0.0.1 ports and is stopped at the end; the clients are threads of this
@@ -16,7 +18,13 @@ them alike: compare ratios within one run, not across runs.
 
 Inputs are made from the signature's metadata: strings are short sentences, integers are 0
 or 1, floats uniform in [0, 1); the batch dimension is `--batch_size`, any other unknown
-dimension `--seq_len`. Every answer is compared with the direct call's outputs (a
+dimension `--seq_len`. With `--sentences FILE` (e.g. SST-2's dev.tsv: its first column), each
+request is one real sentence of the file instead (a raw-text signature, input `text`), request i
+the i-th sentence (cycling), its answer compared with that sentence sent alone (≤ 1e-5, or the
+same label with `--same_label`, for int8); the reference row is then the in-process call on
+batches of `--reference_batch` (32) sentences, rates in sentences/s. `--enable_batching` and
+`--batching_parameters_file` are the server's request batching (`serving/server/batching.py`);
+`--model_base_path` may hold a TFLite version (`model.tflite`), which the reference then runs. Every answer is compared with the direct call's outputs (a
 different one counts as an error), every request has a 30 s deadline (REST: a socket
 timeout), and the timed part stops at `--max_seconds`. CPU time per request is read from
 /proc (Linux). The section `serving_load` of benchmarks/RESULTS.md (and
@@ -55,12 +63,15 @@ class WrongAnswer(Exception):
     """The server answered, but not what the direct call gives."""
 
 
-def _serve(model_name: str, base_path: str, grpc_threads: int, rest_threads: int, ready, stop) -> None:
-    """Child process: serves the model until `stop` is set; reports (gRPC port, REST port) on `ready`."""
-    from serving.server.model_server import ModelServer
+def _serve(model_name: str, base_path: str, grpc_threads: int, rest_threads: int, batching: tuple, ready,
+           stop) -> None:
+    """Child process: serves the model until `stop` is set; reports (gRPC port, REST port) on `ready`.
+    `batching`: (`--enable_batching`, `--batching_parameters_file`)."""
+    from serving.server.model_server import ModelServer, batching_parameters
 
     with ModelServer(
-        model_name, base_path, poll_wait_s=0, grpc_max_threads=grpc_threads, rest_num_threads=rest_threads
+        model_name, base_path, poll_wait_s=0, grpc_max_threads=grpc_threads, rest_num_threads=rest_threads,
+        batching=batching_parameters(*batching),
     ) as server:
         ready.put((server.grpc_port, server.rest_port))
         stop.wait()
@@ -99,42 +110,53 @@ def synthetic_inputs(signature_def: dict, batch_size: int, seq_len: int) -> dict
     return inputs
 
 
-def _same_outputs(got: dict[str, np.ndarray], expected: dict[str, np.ndarray]) -> bool:
+def _same_outputs(got: dict[str, np.ndarray], expected: dict[str, np.ndarray], same_label: bool = False) -> bool:
+    """Equal strings, floats within 1e-5; with `same_label`, only the same argmax of each float output."""
     if set(got) != set(expected):
         return False
     for name, value in expected.items():
         if value.dtype == object:
             if not np.array_equal(got[name], value):
                 return False
-        elif not np.allclose(got[name], value, rtol=1e-5, atol=1e-6):
+        elif same_label and np.issubdtype(value.dtype, np.floating):
+            if not np.array_equal(np.argmax(got[name], axis=-1), np.argmax(value, axis=-1)):
+                return False
+        elif not np.allclose(got[name], value, rtol=0, atol=1e-5):
             return False
     return True
 
 
-class RestTransport:
-    """Predict requests over HTTP/1.1 with a body encoded once; `answer` is the expected JSON answer."""
+def read_sentences(path: Path, limit: int) -> list[str]:
+    """The first column of a TSV file with a header (SST-2's dev.tsv), or the lines of a text file."""
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if path.suffix == ".tsv":
+        lines = [line.split("\t")[0] for line in lines[1:]]
+    return lines[:limit]
 
-    def __init__(self, port: int, model_name: str, body: bytes):
+
+class RestTransport:
+    """Predict requests over HTTP/1.1, request i with `bodies[i % len(bodies)]` (encoded once); `check(i, answer)`
+    raises WrongAnswer for a wrong one."""
+
+    def __init__(self, port: int, model_name: str, bodies: list[bytes], check: Callable[[int, dict], None]):
         self.port = port
         self.path = f"/v1/models/{model_name}:predict"
-        self.body = body
-        self.answer = None
+        self.bodies, self.check = bodies, check
 
     def connect(self) -> http.client.HTTPConnection:
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=REQUEST_TIMEOUT_S)
         connection.connect()
         return connection
 
-    def call(self, connection: http.client.HTTPConnection, keep_alive: bool) -> dict:
+    def call(self, connection: http.client.HTTPConnection, keep_alive: bool, index: int = 0) -> dict:
         headers = {"Content-Type": "application/json", **({} if keep_alive else {"Connection": "close"})}
-        connection.request("POST", self.path, self.body, headers)
+        connection.request("POST", self.path, self.bodies[index % len(self.bodies)], headers)
         response = connection.getresponse()
         payload = response.read()
         if response.status != 200:
             raise WrongAnswer(f"HTTP {response.status}: {payload[:200]!r}")
         answer = json.loads(payload)
-        if self.answer is not None and answer != self.answer:
-            raise WrongAnswer(f"answer differs: {payload[:200]!r}")
+        self.check(index, answer)
         return answer
 
     @staticmethod
@@ -143,24 +165,22 @@ class RestTransport:
 
 
 class GrpcTransport:
-    """Predict calls with one request message; `answer` is the expected PredictResponse."""
+    """Predict calls, request i the message `requests[i % len(requests)]`; `check(i, response)` as RestTransport's."""
 
-    def __init__(self, target: str, request):
+    def __init__(self, target: str, requests: list, check: Callable[[int, object], None]):
         from tensorflow_serving.apis import prediction_service_pb2_grpc
 
         self.target = target
-        self.request = request
-        self.answer = None
+        self.requests, self.check = requests, check
         self._stub = prediction_service_pb2_grpc.PredictionServiceStub
 
     def connect(self) -> tuple[grpc.Channel, Callable]:
         channel = grpc.insecure_channel(self.target, options=OWN_CONNECTION)
         return channel, self._stub(channel).Predict
 
-    def call(self, connection: tuple[grpc.Channel, Callable], keep_alive: bool):
-        response = connection[1](self.request, timeout=REQUEST_TIMEOUT_S)
-        if self.answer is not None and response != self.answer:
-            raise WrongAnswer(f"answer differs: {str(response)[:200]}")
+    def call(self, connection: tuple[grpc.Channel, Callable], keep_alive: bool, index: int = 0):
+        response = connection[1](self.requests[index % len(self.requests)], timeout=REQUEST_TIMEOUT_S)
+        self.check(index, response)
         return response
 
     @staticmethod
@@ -187,6 +207,7 @@ class Row:
     transport: str  # "direct", "rest" or "grpc"
     connections: str  # "new" or "kept" ("" for the direct call)
     clients: int
+    per_call: int = 1  # requests (sentences) one call answers: the direct call on batches
     latencies: list[float] = dataclasses.field(default_factory=list)
     errors: list[str] = dataclasses.field(default_factory=list)
     round_requests: list[int] = dataclasses.field(default_factory=list)
@@ -197,7 +218,7 @@ class Row:
     @property
     def label(self) -> str:
         if self.transport == "direct":
-            return "direct call (in process)"
+            return "direct call (in process)" + (f", batches of {self.per_call}" if self.per_call > 1 else "")
         return f"{MODE_NAMES[self.transport]}, {MODE_NAMES[self.connections]}, {self.clients} clients"
 
     @property
@@ -208,7 +229,8 @@ class Row:
     @property
     def requests_per_s(self) -> float:
         """Requests answered per second of the rounds."""
-        return len(self.latencies) / sum(self.round_seconds) if self.round_seconds else float("nan")
+        answered = len(self.latencies) * self.per_call
+        return answered / sum(self.round_seconds) if self.round_seconds else float("nan")
 
     def percentile_ms(self, q: float) -> float:
         return float(np.percentile(self.latencies, q)) * 1e3 if self.latencies else float("nan")
@@ -229,25 +251,28 @@ class Row:
 
 
 class Tickets:
-    """Hands out `count` requests to the client threads until `deadline` (time.monotonic)."""
+    """Hands out `count` requests to the client threads until `deadline` (time.monotonic): each a request index,
+    counting on from `first`."""
 
-    def __init__(self, count: int, deadline: float):
+    def __init__(self, count: int, deadline: float, first: int = 0):
         self.left = count
         self.deadline = deadline
+        self.next = first
         self._lock = threading.Lock()
 
-    def take(self) -> bool:
+    def take(self) -> int | None:
         with self._lock:
             if self.left <= 0 or time.monotonic() > self.deadline:
-                return False
+                return None
             self.left -= 1
-            return True
+            self.next += 1
+            return self.next - 1
 
 
 def server_round(row: Row, transport, count: int, deadline: float, server_pid: int) -> None:
     """`count` requests from `row.clients` threads; adds latencies, errors, wall and CPU seconds to `row`."""
     keep_alive = row.connections == "kept"
-    tickets, start = Tickets(count, deadline), threading.Barrier(row.clients + 1)
+    tickets, start = Tickets(count, deadline, row.requests), threading.Barrier(row.clients + 1)
     kept: list = []
 
     def client() -> None:
@@ -263,15 +288,15 @@ def server_round(row: Row, transport, count: int, deadline: float, server_pid: i
         start.wait()
         if keep_alive and connection is None:
             return
-        while tickets.take():
+        while (index := tickets.take()) is not None:
             began = time.perf_counter()
             try:
                 if keep_alive:
-                    transport.call(connection, keep_alive=True)
+                    transport.call(connection, keep_alive=True, index=index)
                 else:
                     fresh = transport.connect()
                     try:
-                        transport.call(fresh, keep_alive=False)
+                        transport.call(fresh, keep_alive=False, index=index)
                     finally:
                         transport.close(fresh)
             except Exception as error:  # any failure of the request is an error of the row
@@ -294,15 +319,16 @@ def server_round(row: Row, transport, count: int, deadline: float, server_pid: i
         transport.close(connection)
 
 
-def direct_round(row: Row, call: Callable[[], object], count: int, deadline: float) -> None:
-    """`count` direct calls, one after another, timed as `server_round` times its requests."""
+def direct_round(row: Row, call: Callable[[int], object], count: int, deadline: float) -> None:
+    """Direct calls for `count` requests (`row.per_call` each), one after another, timed as `server_round` times
+    its requests; `call(i)` makes the i-th call."""
     client_cpu, began = time.process_time(), time.perf_counter()
     done = 0
     while done < count and time.monotonic() <= deadline:
         started = time.perf_counter()
-        call()
+        call(len(row.latencies))
         row.latencies.append(time.perf_counter() - started)
-        done += 1
+        done += row.per_call
     row.round_seconds.append(time.perf_counter() - began)
     row.client_cpu_s += time.process_time() - client_cpu
     row.round_requests.append(done)
@@ -316,6 +342,7 @@ def load_test(args, base_path: Path, grpc_port: int, rest_port: int, server_pid:
 
     from serving import rest_json
     from serving.client.grpc_client import GrpcClient
+    from serving.server.servable import load_servable
 
     target = f"127.0.0.1:{grpc_port}"
     with GrpcClient(target, model_name=args.model_name, signature_name=args.signature_name, timeout_s=30) as client:
@@ -323,44 +350,70 @@ def load_test(args, base_path: Path, grpc_port: int, rest_port: int, server_pid:
     if args.signature_name not in signatures:
         raise SystemExit(f"serving_load: no signature {args.signature_name!r}; the model has {sorted(signatures)}.")
     signature_def = signatures[args.signature_name]
-    inputs = synthetic_inputs(signature_def, args.batch_size, args.seq_len)
-
     version = max((p for p in base_path.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
-    function = tf.saved_model.load(str(version)).signatures[args.signature_name]
-    tensors = {name: tf.constant(value) for name, value in inputs.items()}
+    local = load_servable(version, int(version.name))  # what the server runs, in this process
 
-    def direct_call() -> dict[str, np.ndarray]:
-        return {name: value.numpy() for name, value in function(**tensors).items()}
+    def direct(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return local.predict(args.signature_name, inputs)
 
-    request = predict_pb2.PredictRequest()
-    request.model_spec.name, request.model_spec.signature_name = args.model_name, args.signature_name
-    for name, value in inputs.items():
-        request.inputs[name].CopyFrom(tf.make_tensor_proto(value))
-    body = json.dumps(rest_json.encode_predict_request(inputs, args.signature_name, row_format=False)).encode()
-    transports = {"rest": RestTransport(rest_port, args.model_name, body), "grpc": GrpcTransport(target, request)}
+    if args.sentences:
+        if sorted(signature_def["inputs"]) != ["text"]:
+            raise SystemExit(f"serving_load: --sentences needs a raw-text signature (input `text`); "
+                             f"{args.signature_name!r} takes {sorted(signature_def['inputs'])}.")
+        sentences = [text.encode() for text in read_sentences(Path(args.sentences), args.sentence_count)]
+        request_inputs = [{"text": np.array([text], dtype=object)} for text in sentences]
+        size = args.reference_batch
+        batches = [{"text": np.array(sentences[start:start + size], dtype=object)}
+                   for start in range(0, len(sentences), size)]
+        direct_row = Row("direct", "", 1, per_call=size)
 
-    expected = direct_call()
+        def direct_call(index: int):
+            return direct(batches[index % len(batches)])
+    else:
+        request_inputs = [synthetic_inputs(signature_def, args.batch_size, args.seq_len)]
+        direct_row = Row("direct", "", 1)
+
+        def direct_call(index: int):
+            return direct(request_inputs[0])
+    expected = [direct(inputs) for inputs in request_inputs]  # each request alone
+
     output_dtypes = {
         name: tf.dtypes.as_dtype(types_pb2.DataType.Value(info["dtype"]))
         for name, info in signature_def["outputs"].items()
     }
-    decode = {
-        "rest": lambda answer: rest_json.decode_predict_response(answer, output_dtypes),
-        "grpc": lambda answer: {name: tf.make_ndarray(proto) for name, proto in answer.outputs.items()},
+
+    def checker(decode):
+        def check(index: int, answer) -> None:
+            if not _same_outputs(decode(answer), expected[index % len(expected)], args.same_label):
+                raise WrongAnswer(f"the answer to request {index} differs from the direct call's")
+        return check
+
+    requests = []
+    for inputs in request_inputs:
+        request = predict_pb2.PredictRequest()
+        request.model_spec.name, request.model_spec.signature_name = args.model_name, args.signature_name
+        for name, value in inputs.items():
+            request.inputs[name].CopyFrom(tf.make_tensor_proto(value))
+        requests.append(request)
+    bodies = [json.dumps(rest_json.encode_predict_request(inputs, args.signature_name, row_format=False)).encode()
+              for inputs in request_inputs]
+    transports = {
+        "rest": RestTransport(rest_port, args.model_name, bodies,
+                              checker(lambda answer: rest_json.decode_predict_response(answer, output_dtypes))),
+        "grpc": GrpcTransport(target, requests, checker(
+            lambda answer: {name: tf.make_ndarray(proto) for name, proto in answer.outputs.items()})),
     }
-    for name, transport in transports.items():
+    for transport in transports.values():  # warm-up; a wrong answer stops the benchmark
         connection = transport.connect()
         try:
-            for _ in range(max(args.warmup, 1)):
-                transport.answer = transport.call(connection, keep_alive=True)
+            for index in range(max(args.warmup, 1)):
+                transport.call(connection, keep_alive=True, index=index)
         finally:
             transport.close(connection)
-        if not _same_outputs(decode[name](transport.answer), expected):
-            raise SystemExit(f"serving_load: the server's {name} answer differs from the direct call's.")
-    for _ in range(args.warmup):
-        direct_call()
+    for index in range(args.warmup):
+        direct_call(index)
 
-    rows = [Row("direct", "", 1)] + [Row(*mode.split("-"), clients) for mode in args.modes for clients in args.clients]
+    rows = [direct_row] + [Row(*mode.split("-"), clients) for mode in args.modes for clients in args.clients]
     per_round = [args.requests // args.rounds + (index < args.requests % args.rounds) for index in range(args.rounds)]
     deadline = time.monotonic() + args.max_seconds
     for round_index, count in enumerate(per_round):
@@ -412,7 +465,13 @@ def markdown(command: str, args, model: str, rows: list[Row], info: dict, starte
         f"- Command: `{command}` ({minutes:.1f} min)",
         f"- Machine: {machine_line(info)}, grpcio {grpc.__version__}; that load average is from before the run, "
         f"at its end it was {os.getloadavg()[0]:.1f} (1 min, the run's own threads included)",
-        f"- Model: {model}; signature `{args.signature_name}`, batch {args.batch_size}, the same inputs in every request",
+        f"- Model: {model}; signature `{args.signature_name}`, "
+        + (f"one sentence of `{args.sentences}` per request (its first {args.sentence_count}, in turn), each answer "
+           f"checked against the sentence alone ({'same label' if args.same_label else '≤ 1e-5'}); the direct row: "
+           f"batches of {args.reference_batch}, rates in sentences/s" if args.sentences else
+           f"batch {args.batch_size}, the same inputs in every request")
+        + (f"; server batching on ({args.batching_parameters_file or 'TF Serving defaults'})"
+           if args.enable_batching else "; server batching off"),
         f"- Set-up: development server (`serving/server/model_server.py`) in a child process on 127.0.0.1 with "
         f"{args.grpc_max_threads} gRPC threads and {args.rest_api_num_threads} REST workers; clients are threads of "
         f"the benchmark process; {args.requests:,} requests per row in {args.rounds} interleaved rounds"
@@ -441,6 +500,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seq_len", type=int, default=128)
     parser.add_argument("--warmup", type=int, default=20, help="untimed requests per transport and direct calls")
     parser.add_argument("--max_seconds", type=float, default=480, help="stop the timed part after this long")
+    parser.add_argument("--sentences", type=Path,
+                        help="one real sentence per request from this file (a TSV's first column, e.g. SST-2 dev.tsv)")
+    parser.add_argument("--sentence_count", type=int, default=300, help="sentences of --sentences used (default 300)")
+    parser.add_argument("--reference_batch", type=int, default=32,
+                        help="with --sentences: sentences per direct call of the reference row (default 32)")
+    parser.add_argument("--same_label", action="store_true",
+                        help="check only that served answers give the same label as alone (int8)")
+    parser.add_argument("--enable_batching", action="store_true", help="the server's request batching")
+    parser.add_argument("--batching_parameters_file", default="", help="the server's batching parameters")
     parser.add_argument("--grpc_max_threads", type=int, default=8, help="the server's (default 8, as `serve`)")
     parser.add_argument("--rest_api_num_threads", type=int, default=8, help="the server's (default 8, as `serve`)")
     parser.add_argument("--results", type=Path, help="RESULTS.md to write (default benchmarks/RESULTS.md); "
@@ -469,7 +537,8 @@ def main(argv: list[str] | None = None) -> int:
         ready, stop = context.Queue(), context.Event()
         server = context.Process(
             target=_serve,
-            args=(args.model_name, str(base_path), args.grpc_max_threads, args.rest_api_num_threads, ready, stop),
+            args=(args.model_name, str(base_path), args.grpc_max_threads, args.rest_api_num_threads,
+                  (args.enable_batching, args.batching_parameters_file), ready, stop),
             daemon=True,
         )
         server.start()
