@@ -15,10 +15,12 @@ and served every way this machine offers, every one holding exactly the same wei
 
 First table: 8 sequences of 128 tokens, sent one at a time (batch 1) and as one batch of 8: the
 first 8 SST-2 dev sentences padded to 128 (realistic attention masks; random ids when the data is
-absent), and 128 real tokens (random ids). Second table: the first 200 dev sentences one at a time
-at their own length, for the graphs that take any length (raw text for the SavedModels'
-`serving_default` and the int8 `model.tflite`, which pad a batch to its longest text); the LiteRT
-ids models take 128 tokens only, and run padded. Each input set is one
+absent), and 128 real tokens (random ids). Second table: the first 200 dev sentences one at a time,
+text in on every side, as a user of each would serve it: bert-tf's raw-text exports (the SavedModels'
+`serving_default`, the float32 raw-text `.tflite` and the int8 `model.tflite`, tokenizing in their
+graph) against every ids graph fed by the Rust tokenizer (`tokenizers.BertWordPieceTokenizer`, the same
+vocabulary) at the sentence's own length, its time included; the LiteRT ids models take 128 tokens
+only, and run padded. Each input set is one
 interleaved run of every contender (`benchmarks.harness.interleaved`); every row gives its largest
 logit difference from bert_tf's float32 `inference_function` on the same inputs.
 ONNX Runtime and OpenVINO (a benchmark-only extra, like torch and transformers for the export)
@@ -62,6 +64,7 @@ SAVED_IDS_BF16 = 'SavedModel serve_ids, quantize="bf16"'
 SAVED_TEXT = "SavedModel serving_default (raw text in), float32"
 SAVED_TEXT_BF16 = 'SavedModel serving_default (raw text in), quantize="bf16"'
 SERVED_INT8 = 'model.tflite of quantize="int8" (raw text in)'
+TEXT_TFLITE = "raw-text .tflite, float32 (raw text in)"
 LITERT = "LiteRT float32"
 LITERT_INT8 = "LiteRT int8 (dynamic range)"
 ORT = "ONNX Runtime float32, fused"
@@ -128,6 +131,8 @@ def bert_tf_predictors(classifier, model_dir: Path, scratch: Path, threads: int)
     served_int8 = TfliteModel(export_saved_model(model_dir, scratch / "serving", "int8", quantize="int8")
                               / "model.tflite", num_threads=threads)
     text_predictors[SERVED_INT8] = lambda texts: served_int8.run({"text": texts})["logits"]
+    text_tflite = TfliteModel(export_tflite(model_dir, scratch / "text.tflite", inputs="text"), num_threads=threads)
+    text_predictors[TEXT_TFLITE] = lambda texts: text_tflite.run({"text": texts})["logits"]
     return predictors, text_predictors
 
 
@@ -276,8 +281,8 @@ def run(settings: Settings) -> BenchmarkResult:
     threads = usable_cores()
     tokenizer = bert_tf.BertTokenizer(settings.vocab_file, lower_case=True)
 
-    def preprocess(texts, padding="max_length") -> Features:
-        layer = bert_tf.BertPreprocessor(tokenizer, seq_length=SEQ_LENGTH, padding=padding)
+    def preprocess(texts) -> Features:
+        layer = bert_tf.BertPreprocessor(tokenizer, seq_length=SEQ_LENGTH)
         return {name: value.numpy() for name, value in layer(tf.constant(texts)).items()}
 
     sets = fixed_length_sets(sentences, preprocess, config)
@@ -296,7 +301,7 @@ def run(settings: Settings) -> BenchmarkResult:
                                                   max_seconds=settings.max_seconds, description=description), logits)
         real = None
         if sentences is not None:
-            real = real_length_run(predictors, text_predictors, sentences, preprocess, settings)
+            real = real_length_run(predictors, text_predictors, sentences, settings.vocab_file, settings)
 
     setup.update(threads=threads, hidden_act=config.hidden_act, versions={p: _version(p) for p in VERSIONS})
     return report(title, setup, fixed, real, settings)
@@ -325,22 +330,39 @@ def other_runtimes(classifier, scratch: Path, threads: int,
     return predictors, setup
 
 
-def real_length_run(predictors: dict[str, Predict], text_predictors: dict, sentences: list[str], preprocess,
+def real_length_run(predictors: dict[str, Predict], text_predictors: dict, sentences: list[str], vocab_file: Path,
                     settings: Settings) -> tuple[dict[str, Timing], dict[str, np.ndarray], float]:
-    """Each sentence alone: the ids contenders at its own length (the fixed-length ones padded to 128),
-    the raw-text exports on its text; timings, logits, and the mean token count."""
-    own_length = [preprocess([sentence], padding="longest") for sentence in sentences]
-    padded = rows_of(preprocess(sentences))
+    """Each sentence alone, text in on every side: the raw-text exports on its text, every ids graph behind the
+    Rust tokenizer (the fixed-length ones padded to 128); timings, logits, and the mean token count."""
+    tokenize = rust_tokenizer(vocab_file)
     dynamic = {name: predict for name, predict in predictors.items() if name not in (SAVED_IDS, SAVED_IDS_BF16)}
-    calls = {name: padded if name in FIXED_LENGTH else own_length for name in dynamic}
-    for name, predict in text_predictors.items():
-        dynamic[name] = predict
-        calls[name] = [[sentence] for sentence in sentences]
+    for name, predict in list(dynamic.items()):
+        dynamic[name] = lambda texts, p=predict, fixed=name in FIXED_LENGTH: p(tokenize(texts[0], fixed))
+    dynamic.update(text_predictors)
+    calls = {name: [[sentence] for sentence in sentences] for name in dynamic}
     contenders, logits = timed(dynamic, calls)  # the first run of each is the warm-up
     timings = interleaved(contenders, settings.rounds, warmup=0, max_seconds=settings.max_seconds,
                           description="real lengths")
-    mean_tokens = float(np.mean([features["input_mask"].sum() for features in own_length]))
+    mean_tokens = float(np.mean([tokenize(sentence, False)["input_mask"].sum() for sentence in sentences]))
     return timings, logits, mean_tokens
+
+
+def rust_tokenizer(vocab_file: Path) -> Callable[[str, bool], Features]:
+    """`tokenize(text, fixed)`: one text's three id arrays [1, length] by Hugging Face's Rust tokenizer (the same
+    ids as bert_tf's: tests/test_tokenizer.py), cut to 128 tokens, padded to 128 if `fixed`."""
+    import tokenizers
+
+    rust = tokenizers.BertWordPieceTokenizer(str(vocab_file), lowercase=True)
+    rust.enable_truncation(SEQ_LENGTH)
+
+    def tokenize(text: str, fixed: bool) -> Features:
+        ids = rust.encode(text).ids
+        width = SEQ_LENGTH if fixed else len(ids)
+        features = np.zeros([3, 1, width], np.int32)
+        features[0, 0, :len(ids)], features[1, 0, :len(ids)] = ids, 1
+        return dict(zip(("input_word_ids", "input_mask", "input_type_ids"), features))
+
+    return tokenize
 
 
 def report(title: str, setup: dict, fixed: dict, real: tuple | None, settings: Settings) -> BenchmarkResult:
@@ -387,16 +409,20 @@ def report(title: str, setup: dict, fixed: dict, real: tuple | None, settings: S
         sentences = len(logits[OURS])
         rows = table_rows(timings, logits, [])
         for row in rows:
-            row.insert(1, f"padded to {SEQ_LENGTH}" if row[0] in FIXED_LENGTH else
-                       "raw text" if row[0] in (SAVED_TEXT, SAVED_TEXT_BF16, SERVED_INT8) else "own length")
+            row.insert(1, "raw text, tokenized in the graph" if row[0] in (SAVED_TEXT, SAVED_TEXT_BF16, SERVED_INT8,
+                                                                         TEXT_TFLITE)
+                       else f"Rust tokenizer, padded to {SEQ_LENGTH}" if row[0] in FIXED_LENGTH
+                       else "Rust tokenizer, own length")
         parts += [
-            "### Real lengths, one sentence per request",
+            "### Real lengths, one sentence per request, text in on every side",
             f"The first {sentences} SST-2 dev sentences, one request each, {mean_tokens:.1f} tokens on average "
-            f"([CLS] and [SEP] included): the ids graphs get each sentence at its own length; the SavedModels' "
-            "`serving_default` and the int8 `model.tflite` that `bert-tf serve` serves get its text (tokenized in "
-            "the graph, padded to the sentence's length); the LiteRT ids models take exactly "
-            f"{SEQ_LENGTH} tokens (ids exported with the model's seq_length), so they run padded to {SEQ_LENGTH}. (The SavedModels' `serve_ids` are also fixed at {SEQ_LENGTH}; their raw-"
-            "text signature stands for them here.) Sentences/s: median (25th–75th percentile) of "
+            "([CLS] and [SEP] included), each given as text: bert-tf's raw-text exports (the SavedModels' "
+            "`serving_default`, the float32 raw-text `.tflite` and the int8 `model.tflite` that `bert-tf serve` "
+            "serves) tokenize it in their graph; every ids graph gets it from the Rust tokenizer "
+            "(`tokenizers.BertWordPieceTokenizer`, the same vocabulary and ids), whose time counts, at its own "
+            f"length, except the LiteRT ids models, which take exactly {SEQ_LENGTH} tokens and run padded. (The "
+            f"SavedModels' `serve_ids` are fixed at {SEQ_LENGTH}; their raw-text signature stands for them.) "
+            "Sentences/s: median (25th–75th percentile) of "
             f"{min(t.rounds for t in timings.values())}+ interleaved rounds after a warm-up round.",
             markdown_table(["contender", "input", "sentences/s", *header], rows),
             f"Fastest: {fastest(timings)}.",
