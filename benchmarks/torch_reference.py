@@ -122,7 +122,8 @@ def batch_loss(model, task: str, features, labels):
 
 def train(model, config, training) -> list[float]:
     """Fits `model` on `training.batches`, epoch after epoch; the mean training loss of each epoch."""
-    update = torch_updates(model, config.learning_rate, config.weight_decay, training.steps,
+    learning_rate = config.peak_learning_rate(model.config)  # transformers' BertConfig has hidden_size too
+    update = torch_updates(model, learning_rate, config.weight_decay, training.steps,
                            int(training.steps * config.warmup_proportion))
     model.train()
     epoch_losses = []

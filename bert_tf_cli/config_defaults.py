@@ -20,10 +20,17 @@ ROOT = Path(__file__).resolve().parents[1]  # where bert_tf_cli's sibling packag
 
 def dataclass_defaults(source: str, class_name: str) -> dict[str, object]:
     """{field: default} of the class `class_name` in `source` (a path under the packages' folder), for the fields
-    whose default is a literal (numbers, strings, booleans, None)."""
+    whose default is a literal (numbers, strings, booleans, None), and the module's literal constants (NAME = 1e-4)."""
     tree = ast.parse((ROOT / source).read_text(encoding="utf-8"))
     [cls] = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == class_name]
     defaults = {}
+    constants = [node for node in tree.body if isinstance(node, ast.Assign) and len(node.targets) == 1
+                 and isinstance(node.targets[0], ast.Name) and node.targets[0].id.isupper()]
+    for constant in constants:
+        try:
+            defaults[constant.targets[0].id] = ast.literal_eval(constant.value)
+        except ValueError:
+            continue
     for statement in cls.body:
         if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value:
             try:

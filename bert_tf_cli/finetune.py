@@ -70,7 +70,8 @@ def add_training_arguments(parser, default: dict) -> None:
     parser.add_argument("--epochs", type=int, help=f"(default: {default['epochs']})")
     parser.add_argument("--batch-size", type=int, help=f"(default: {default['batch_size']})")
     parser.add_argument("--learning-rate", type=float,
-                        help=f"peak learning rate (default: {default['learning_rate']:g}; see README for BERT-base)")
+                        help=f"peak learning rate (default: {default['BASE_LEARNING_RATE']:g} for BERT-base and larger, "
+                             f"{default['SMALL_MODEL_LEARNING_RATE']:g} for smaller models)")
     parser.add_argument("--warmup-proportion", type=float,
                         help=f"share of the steps spent warming up (default: {default['warmup_proportion']})")
     parser.add_argument("--weight-decay", type=float,

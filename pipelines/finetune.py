@@ -191,7 +191,8 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
     model = task.build_model(encoder, config.dropout)
     if teacher is not None:
         model = Distiller(model, teacher.model, config.temperature, config.soft_weight)
-    optimizer = create_optimizer(config.learning_rate, steps, int(steps * config.warmup_proportion),
+    learning_rate = config.peak_learning_rate(encoder.config)
+    optimizer = create_optimizer(learning_rate, steps, int(steps * config.warmup_proportion),
                                  weight_decay=config.weight_decay)
     model.compile(optimizer=optimizer, loss=task.loss(config, train))
 
@@ -212,14 +213,15 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
             metrics = dev_scores.epoch_scores[best_epoch]
             best_epoch += 1
         checked, checked_name = (dev, "dev") if dev is not None else (train, "training")
-        _warn_if_collapsed(task, model, checked, checked_name, config)
+        _warn_if_collapsed(task, model, checked, checked_name, config, learning_rate)
         epochs_run = len(history.history.get("loss", []))
         epoch_logs = {name: [float(value) for value in values] for name, values in history.history.items()}
         bert_tf.save_pretrained(
             model if teacher is None else model.student, out, vocab_file=vocab_file, lower_case=tokenizer.lower_case,
             task=task.spec, dev_scores=metrics,
             training={"config": dataclasses.asdict(config), "train_examples": len(training.examples),
-                      "train_steps": steps, "epochs_run": epochs_run, "best_epoch": best_epoch,
+                      "train_steps": steps, "learning_rate": learning_rate, "epochs_run": epochs_run,
+                      "best_epoch": best_epoch,
                       "train_seconds": round(train_seconds, 1), "history": epoch_logs},
         )
     finally:
@@ -254,14 +256,15 @@ def _student_encoder(config: FinetuneConfig, teacher):
     return encoder, teacher.vocab_file, teacher.lower_case
 
 
-def _warn_if_collapsed(task: FinetuneTask, model, data, name: str, config: FinetuneConfig) -> None:
+def _warn_if_collapsed(task: FinetuneTask, model, data, name: str, config: FinetuneConfig,
+                       learning_rate: float) -> None:
     """Warns when the model predicts one class for every example of `data` (small models at too low a rate)."""
     prediction = task.only_prediction(model, data, config.batch_size)
     if prediction is not None:
         logger.warning("The model predicts %s for every %s example, though their labels differ: training collapsed to "
                        "one class. Try another --learning-rate (this run: %g): small models need a higher one, e.g. "
                        "1e-3 for tiny and 3e-4 for mini from random weights on SST-2 (benchmarks/RESULTS.md).",
-                       prediction, name, config.learning_rate)
+                       prediction, name, learning_rate)
 
 
 def _fit(model, batches, config: FinetuneConfig, class_weight, dev_scores: DevScores | None, best_weights: Path,

@@ -1,7 +1,10 @@
 """`FinetuneConfig`: every setting of a fine-tuning run, in one place (`pipelines.finetune.finetune` runs it).
 
-Defaults follow BERT's fine-tuning recipe: AdamW, peak learning rate 5e-5 reached after
-10% of the steps, then linear decay to 0; 3 epochs; batch 32.
+Defaults follow BERT's fine-tuning recipe: AdamW, the peak learning rate reached after 10% of
+the steps, then linear decay to 0; 3 epochs; batch 32. The peak rate follows the model's size
+unless given (`peak_learning_rate`): 5e-5 for BERT-base and larger (BERT's recipe: 2e-5 to 5e-5),
+1e-4 for smaller models (BERT-Mini from the team's checkpoint: benchmarks/RESULTS.md, "Learning
+rates from a trained start").
 
 Example:
     >>> config = FinetuneConfig(task="classify", train_file="sst2/train.tsv", dev_file="sst2/dev.tsv",
@@ -15,6 +18,8 @@ from __future__ import annotations
 import dataclasses
 
 from bert_tf.tasks.spec import DEFAULT_SEQ_LENGTH, FINETUNED_TASKS as TASKS, TaskSpec
+BASE_LEARNING_RATE = 5e-5  # BERT's fine-tuning recipe for base and large
+SMALL_MODEL_LEARNING_RATE = 1e-4  # models under BERT-base's width (benchmarks/RESULTS.md)
 # The dev-set score that picks the best epoch and drives early stopping (higher is better).
 PRIMARY_METRIC = {"classify": "accuracy", "ner": "f1", "squad": "f1"}
 
@@ -36,7 +41,7 @@ class FinetuneConfig:
     # Optimization (bert_tf.optimization: AdamW, warm-up, linear decay, global-norm clipping at 1).
     batch_size: int = 32
     epochs: int = 3
-    learning_rate: float = 5e-5  # peak rate
+    learning_rate: float | None = None  # peak rate; None: by the model's size (`peak_learning_rate`)
     warmup_proportion: float = 0.1  # share of the steps spent warming up
     weight_decay: float = 0.01
     dropout: float = 0.1  # of the classification or NER head (the encoder keeps its own config's dropout)
@@ -86,7 +91,7 @@ class FinetuneConfig:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"FinetuneConfig: {name} must be a positive integer or None, got {value!r}.")
-        if self.learning_rate <= 0:
+        if self.learning_rate is not None and self.learning_rate <= 0:
             raise ValueError(f"FinetuneConfig: learning_rate must be positive, got {self.learning_rate!r}.")
         if not 0 <= self.warmup_proportion < 1:
             raise ValueError(f"FinetuneConfig: warmup_proportion must be in [0, 1), got {self.warmup_proportion!r}.")
@@ -117,6 +122,13 @@ class FinetuneConfig:
                 raise ValueError(f"FinetuneConfig: temperature must be > 0 and soft_weight in [0, 1], got "
                                  f"{self.temperature!r} and {self.soft_weight!r}.")
         self.task_spec()  # the task's own checks (seq_length against the question, ...)
+
+    def peak_learning_rate(self, model_config) -> float:
+        """`learning_rate`, or the default for a model of `model_config` (a `BertConfig`): 5e-5 from hidden size
+        768 (BERT-base) up, else 1e-4."""
+        if self.learning_rate is not None:
+            return self.learning_rate
+        return BASE_LEARNING_RATE if model_config.hidden_size >= 768 else SMALL_MODEL_LEARNING_RATE
 
     def sequence_length(self) -> int:
         """`seq_length`, or the task's default."""

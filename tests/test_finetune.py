@@ -165,6 +165,14 @@ def test_label_names_name_the_classes_by_id(files, tmp_path):
     assert scores["accuracy"] == pytest.approx(result.metrics["accuracy"])
 
 
+def test_the_default_learning_rate_follows_the_models_size():
+    config = FinetuneConfig(task="classify", train_file="t", output_dir="o", init="tiny")
+    assert config.peak_learning_rate(bert_tf.BertConfig.preset("mini")) == 1e-4
+    assert config.peak_learning_rate(bert_tf.BertConfig.preset("base")) == 5e-5
+    assert FinetuneConfig(task="classify", train_file="t", output_dir="o", init="tiny",
+                          learning_rate=3e-5).peak_learning_rate(bert_tf.BertConfig.preset("mini")) == 3e-5
+
+
 def test_config_checks_settings():
     with pytest.raises(ValueError, match="unknown task"):
         FinetuneConfig(task="tag", train_file="t", output_dir="o", init="tiny")
