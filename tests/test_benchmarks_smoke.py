@@ -51,6 +51,7 @@ def test_the_ceiling_counts_every_dense_product_of_the_blocks_and_nothing_else()
     assert encoder_gflops(config, seq_length) == pytest.approx((dense_flops + attention_core + pooler) / 1e9)
 
 
+@pytest.mark.slow  # 75 s on 2 cores: every technique is swapped in and timed
 def test_quick_techniques_benchmark_times_every_variant_and_restores_the_originals(tmp_path):
     from benchmarks.techniques import DEFAULT, INFERENCE_ONLY, KERAS_DENSE_BIAS, KERAS_LAYER_NORM, PADDED_GRID, REPLACEMENTS
 

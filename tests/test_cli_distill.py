@@ -82,6 +82,7 @@ def test_a_random_narrower_student(sentiment, tmp_path):
     assert directory.encoder.config.hidden_size == 16 and directory.model.label_names == ["negative", "positive"]
 
 
+@pytest.mark.slow  # 30 s: two teachers fine-tuned first (tests/test_distillation.py checks both heads' losses)
 @pytest.mark.parametrize("task", ["ner", "squad"])
 def test_ner_and_squad_teachers_distil(task, tmp_path):
     train = write_conll(tmp_path / "train.txt", copies=2) if task == "ner" else write_squad(tmp_path / "train.json")
