@@ -4,7 +4,7 @@ Defaults follow BERT's fine-tuning recipe: AdamW, the peak learning rate reached
 the steps, then linear decay to 0; 3 epochs; batch 32. The peak rate follows the model's size
 unless given (`peak_learning_rate`): 5e-5 for BERT-base and larger (BERT's recipe: 2e-5 to 5e-5),
 1e-4 for smaller models (BERT-Mini from the team's checkpoint: benchmarks/RESULTS.md, "Learning
-rates from a trained start").
+rates for a trained start").
 
 Example:
     >>> config = FinetuneConfig(task="classify", train_file="sst2/train.tsv", dev_file="sst2/dev.tsv",
