@@ -73,6 +73,7 @@ def test_unlabeled_text_is_labelled_by_the_teacher(sentiment, tmp_path):
     assert training["train_examples"] == 96 + len(sentences)
 
 
+@pytest.mark.slow  # 15 s; the random start's loading is finetune's own (tests/test_finetune.py)
 def test_a_random_narrower_student(sentiment, tmp_path):
     config = sentiment["dir"] / "narrow.json"
     bert_tf.BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
