@@ -123,7 +123,10 @@ class CharacterTable:
 def character_table(lower_case: bool, strip_accents: bool) -> CharacterTable:
     """Tabulates `normalize_character` over all code points: 2 to 4 s, so the table is also kept on disk
     (`table_cache_file`) and later processes read it in milliseconds."""
-    path = table_cache_file(lower_case, strip_accents)
+    try:
+        path = table_cache_file(lower_case, strip_accents)
+    except (OSError, RuntimeError, KeyError):  # no home folder to be found: every process tabulates
+        return _tabulate(lower_case, strip_accents)
     with contextlib.suppress(OSError, ValueError, KeyError):  # none yet, unreadable or damaged: tabulate anew
         with np.load(path) as arrays:
             return CharacterTable(**{field.name: arrays[field.name] for field in dataclasses.fields(CharacterTable)})
