@@ -73,9 +73,8 @@ class BertClassifier(BertTaskModel):
         self.classifier.build((None, encoder.config.hidden_size))
         self.built = True
 
-    def call(self, inputs, training=None):
-        pooled = self.encoder.pooled_output(inputs, training=training)
-        return self.classifier(self.dropout(pooled, training=training))
+    def head(self, features, inputs, training=None):
+        return self.classifier(self.dropout(features, training=training))
 
     def default_loss(self) -> keras.losses.Loss:
         """Sparse categorical cross-entropy, binary cross-entropy (both from logits), or mean squared error."""

@@ -36,6 +36,8 @@ class BertSpanLabeler(BertTaskModel):
     The default loss is the mean of the start and the end sparse cross-entropies.
     """
 
+    encoder_output = "sequence_output"
+
     def __init__(self, encoder: BertModel, **kwargs):
         super().__init__(encoder, **kwargs)
         # float32 logits even under a mixed-precision policy: MASKED_SCORE does not fit in float16.
@@ -45,9 +47,8 @@ class BertSpanLabeler(BertTaskModel):
         self.span_logits.build((None, None, encoder.config.hidden_size))
         self.built = True
 
-    def call(self, inputs, training=None):
-        sequence = self.encoder.sequence_output(inputs, training=training)
-        start_logits, end_logits = tf.unstack(self.span_logits(sequence), axis=-1)
+    def head(self, features, inputs, training=None):
+        start_logits, end_logits = tf.unstack(self.span_logits(features), axis=-1)
         if "input_mask" in inputs:
             real_token = tf.cast(inputs["input_mask"], tf.bool)
             start_logits = tf.where(real_token, start_logits, MASKED_SCORE)

@@ -1,6 +1,7 @@
 """`BertTaskModel`: what every fine-tuning model shares — an encoder, its saving, and default losses.
 
-Subclasses add a head in `__init__`, compute it in `call`, and name their loss and
+Subclasses add a head in `__init__`, compute it in `head` from the encoder output they
+read (`encoder_output`: `pooled_output` or `sequence_output`), and name their loss and
 metrics in `default_loss()` / `default_metrics()`, which `compile(loss="auto",
 metrics="auto")` (the defaults) uses.
 
@@ -31,11 +32,22 @@ def _is_auto(value) -> bool:
 class BertTaskModel(keras.Model, metaclass=abc.ABCMeta):
     """A Keras model made of a `BertModel` (`encoder`) and a task head."""
 
+    encoder_output = "pooled_output"  # the encoder output the head reads: "pooled_output" or "sequence_output"
+
     def __init__(self, encoder: BertModel, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(encoder, BertModel):
             raise TypeError(f"{type(self).__name__}: encoder must be a bert_tf.BertModel, got {type(encoder).__name__}.")
         self.encoder = encoder
+
+    def call(self, inputs, training=None):
+        # The encoder's method of that name computes only what the head reads (bert_tf.model.BertModel).
+        features = getattr(self.encoder, self.encoder_output)(inputs, training=training)
+        return self.head(features, inputs, training=training)
+
+    @abc.abstractmethod
+    def head(self, features, inputs, training=None):
+        """The task's outputs from `features`, the encoder's `encoder_output` for `inputs`."""
 
     def head_initializer(self) -> keras.initializers.Initializer:
         """The encoder's own weight initializer, for the head's dense layer."""

@@ -32,6 +32,8 @@ class BertTokenClassifier(BertTaskModel):
     `label_names` (optional, one per label id, e.g. BIO tags) are saved with the model.
     """
 
+    encoder_output = "sequence_output"
+
     def __init__(
         self,
         encoder: BertModel,
@@ -59,9 +61,8 @@ class BertTokenClassifier(BertTaskModel):
         self.classifier.build((None, None, encoder.config.hidden_size))
         self.built = True
 
-    def call(self, inputs, training=None):
-        sequence = self.encoder.sequence_output(inputs, training=training)
-        return self.classifier(self.dropout(sequence, training=training))
+    def head(self, features, inputs, training=None):
+        return self.classifier(self.dropout(features, training=training))
 
     def default_loss(self) -> keras.losses.Loss:
         """Sparse categorical cross-entropy from logits, averaged over the positions not labelled `IGNORE_LABEL`."""
