@@ -8,8 +8,12 @@ the team's trained checkpoint; reused from its work folder, else fine-tuned by t
 `bert-tf distill` with the task's training data and epochs (`quality.TASKS`), `STUDENTS`:
 - random starts of L2/H128 (BERT-Tiny's shape), L4/H128 and L2/H256, at a learning rate of 1e-3;
 - L2/H256 from the teacher's layers 0 and 2 (DistilBERT's start), at 1e-4;
-- the same with unlabeled text the teacher labels: SST-2's training sentences the teacher did not see
-  (those past its 20,000), and for CoNLL-2003 lines of the shared books.
+- L4/H128 from random with TinyBERT's intermediate-layer losses (hidden states through a projection,
+  attention with the teacher's 4 heads; weights 1), on SST-2;
+- the teacher-layer student with unlabeled text the teacher labels: SST-2's training sentences the teacher
+  did not see (those past its 20,000), and for CoNLL-2003 lines of the shared books; for MRPC (no unlabeled
+  pairs at hand) 4 augmented copies of each training pair instead (`--augment 4`, the team checkpoint's
+  masked-LM head).
 Reported per task and student: the dev score and its share of the teacher's; for SST-2 also raw text → label
 throughput on the 872 dev sentences, one sentence per call and batches of 32, float32 (`bert-tf export`'s
 SavedModel, `serving_default`) and int8 (`export --quantize int8`, the raw-text TFLite model), against the float32
@@ -41,7 +45,7 @@ from serving.tflite_runner import TfliteModel
 
 NAME = "distillation"
 TASKS = ("sst2", "mrpc", "conll")
-QUICK_TASKS = ("sst2",)
+QUICK_TASKS = ("sst2", "mrpc")
 TARGETS = {"float32": (0.97, 4.0), "int8": (0.96, 12.0)}  # (share of the teacher's score, × its float32 speed)
 SINGLE_SENTENCES = 200  # of the dev set, one per call
 UNLABELED_LINES = 20_000
@@ -53,20 +57,29 @@ class Student:
     layers: int
     hidden: int
     from_teacher: bool = False
-    unlabeled: bool = False
+    unlabeled: bool = False  # with unlabeled text the teacher labels
+    layer_losses: bool = False  # with TinyBERT's hidden-state and attention losses (the teacher's head count)
+    augment: int = 0  # with this many masked-LM copies of each training text (the team checkpoint's MLM head)
+    tasks: tuple[str, ...] = TASKS
 
-    def flags(self, config_file: Path) -> list[str]:
-        if self.from_teacher:
-            return ["--student", "teacher", "--student-layers", str(self.layers), "--learning-rate", "1e-4"]
-        return ["--student", str(config_file), "--learning-rate", "1e-3"]
+    def flags(self, config_file: Path, settings: Settings) -> list[str]:
+        flags = (["--student", "teacher", "--student-layers", str(self.layers), "--learning-rate", "1e-4"]
+                 if self.from_teacher else ["--student", str(config_file), "--learning-rate", "1e-3"])
+        if self.layer_losses:
+            flags += ["--hidden-weight", "1", "--attention-weight", "1"]
+        if self.augment:
+            flags += ["--augment", str(self.augment), "--augment-with", str(settings.data_file(*quality.CHECKPOINT))]
+        return flags
 
 
 STUDENTS = (
     Student("L2/H128 random", 2, 128),
     Student("L4/H128 random", 4, 128),
+    Student("L4/H128 random + layer losses", 4, 128, layer_losses=True, tasks=("sst2",)),
     Student("L2/H256 random", 2, 256),
     Student("L2/H256 teacher layers", 2, 256, from_teacher=True),
-    Student("L2/H256 teacher layers + unlabeled", 2, 256, from_teacher=True, unlabeled=True),
+    Student("L2/H256 teacher layers + unlabeled", 2, 256, from_teacher=True, unlabeled=True, tasks=("sst2", "conll")),
+    Student("L2/H256 teacher layers + augmented", 2, 256, from_teacher=True, augment=4, tasks=("mrpc",)),
 )
 
 
@@ -89,9 +102,7 @@ def run(settings: Settings) -> BenchmarkResult:
             teacher, training = quality.bert_tf_model(task, settings, work)
             results[task.name] = {"teacher": {"score": _dev_score(teacher), "command": training["command"]},
                                   "students": {}}
-            for student in STUDENTS:
-                if student.unlabeled and task.name == "mrpc":
-                    continue  # pairs: no unlabeled pairs at hand
+            for student in (student for student in STUDENTS if task.name in student.tasks):
                 results[task.name]["students"][student.name] = distil(task, student, teacher, settings, work, scratch)
             if task.name == "sst2":
                 results[task.name]["speed"] = speeds(teacher, results[task.name]["students"], settings, scratch)
@@ -103,15 +114,15 @@ def distil(task: quality.QualityTask, student: Student, teacher: Path, settings:
     """`bert-tf distill` of `student` from `teacher` on the task's training data; its dev score and command."""
     train, dev = quality.data_files(task, settings, work)
     teacher_config = bert_tf.load_model_directory(teacher).encoder.config
-    config_file = scratch / f"student_{student.layers}_{student.hidden}.json"
-    teacher_config.replace(num_hidden_layers=student.layers, hidden_size=student.hidden,
-                           num_attention_heads=max(1, student.hidden // 64),
+    heads = teacher_config.num_attention_heads if student.layer_losses else max(1, student.hidden // 64)
+    config_file = scratch / f"student_{student.layers}_{student.hidden}_{heads}.json"
+    teacher_config.replace(num_hidden_layers=student.layers, hidden_size=student.hidden, num_attention_heads=heads,
                            intermediate_size=4 * student.hidden).write_json(config_file)
     out = work / "models" / f"{task.name}_student_{student.name.replace('/', '').replace(' ', '_')}"
     epochs = task.flags[task.flags.index("--epochs") + 1]
     flags = ["--teacher", str(teacher), "--train", str(train), "--dev", str(dev), "--out", str(out), "--overwrite",
              "--epochs", "1" if settings.quick else epochs, "--batch-size", "32", "--seed", str(quality.SEEDS[0]),
-             "--last-epoch", *student.flags(config_file)]
+             "--last-epoch", *student.flags(config_file, settings)]
     if "--max-train-examples" in task.flags or settings.quick:
         count = quality.QUICK_EXAMPLES if settings.quick else int(task.flags[task.flags.index("--max-train-examples") + 1])
         flags += ["--max-train-examples", str(count)]
@@ -226,7 +237,8 @@ def markdown(title: str, tasks, results: dict, settings: Settings) -> str:
 {quick}
 Teachers: `benchmarks.quality`'s seed-1 BERT-Mini models (fine-tuned from the team's trained checkpoint). Students
 by `bert-tf distill` (temperature 2, soft weight 0.5, the task's data and epochs, last epoch; random starts at
-1e-3, starts from the teacher's layers at 1e-4). Commands:
+1e-3, starts from the teacher's layers at 1e-4; "layer losses": `--hidden-weight 1 --attention-weight 1`;
+"augmented": `--augment 4` with the team checkpoint's masked-LM head). Commands:
 {commands}
 
 {table}

@@ -11,12 +11,22 @@ drives it with the task's own batches, so callbacks, distribution strategies and
 work as in fine-tuning; the teacher runs in inference mode and is not trained. `soft_loss` and
 `hard_loss` are logged beside `loss`.
 
+Optionally, intermediate layers too (TinyBERT, MiniLM), each student layer matched to a teacher
+layer (`layer_map`, 1-based; default TinyBERT's uniform map, student layer i → teacher layer
+i·N/M, so the last matches the last):
+
+    + hidden_weight · MSE(projection(student hidden states), teacher hidden states)   (embeddings too)
+    + attention_weight · KL(teacher attention ‖ student attention)                    (same head count)
+
+over the real tokens (`input_mask`). The projection, a learned dense layer per matched layer, exists
+only where the widths differ, and is dropped with the Distiller (the student keeps none of it).
+
 `student_from_teacher` makes a student encoder of every k-th layer of the teacher's (DistilBERT's
 initialisation), its embeddings and pooler.
 
 Example:
     >>> student = BertClassifier(student_from_teacher(teacher.encoder, num_layers=2), num_classes=2)  # doctest: +SKIP
-    >>> distiller = Distiller(student, teacher, temperature=2.0, soft_weight=0.5)  # doctest: +SKIP
+    >>> distiller = Distiller(student, teacher, temperature=2.0, soft_weight=0.5, hidden_weight=1.0)  # doctest: +SKIP
     >>> distiller.compile(optimizer)  # the student's own task loss is the hard loss  # doctest: +SKIP
     >>> distiller.fit(batches, epochs=3)  # doctest: +SKIP
     >>> bert_tf.save_pretrained(distiller.student, "student_model", vocab_file="vocab.txt")  # doctest: +SKIP
@@ -40,20 +50,45 @@ class Distiller(keras.Model):
     """Trains `student` on its task's labels and on `teacher`'s outputs at `temperature` (module docstring)."""
 
     def __init__(self, student: keras.Model, teacher: keras.Model, temperature: float = 2.0,
-                 soft_weight: float = 0.5, **kwargs):
+                 soft_weight: float = 0.5, hidden_weight: float = 0.0, attention_weight: float = 0.0,
+                 layer_map=None, **kwargs):
         super().__init__(**kwargs)
         check_student(student, teacher)
-        if temperature <= 0 or not 0 <= soft_weight <= 1:
-            raise ValueError(f"Distiller: temperature must be > 0 and soft_weight in [0, 1], got {temperature} "
-                             f"and {soft_weight}.")
+        if temperature <= 0 or not 0 <= soft_weight <= 1 or hidden_weight < 0 or attention_weight < 0:
+            raise ValueError(f"Distiller: temperature must be > 0, soft_weight in [0, 1], hidden_weight and "
+                             f"attention_weight >= 0; got {temperature}, {soft_weight}, {hidden_weight} and "
+                             f"{attention_weight}.")
         self.student, self.teacher = student, teacher
         self.teacher.trainable = False
         self.temperature, self.soft_weight = float(temperature), float(soft_weight)
+        self.hidden_weight, self.attention_weight = float(hidden_weight), float(attention_weight)
+        mine, theirs = student.encoder.config, teacher.encoder.config
+        self.layer_map = checked_layer_map(layer_map, mine.num_hidden_layers, theirs.num_hidden_layers)
+        if attention_weight and mine.num_attention_heads != theirs.num_attention_heads:
+            raise ValueError(f"Attention distillation needs the teacher's head count: the student has "
+                             f"{mine.num_attention_heads} heads, the teacher {theirs.num_attention_heads}.")
+        self.projections = []
+        if hidden_weight and mine.hidden_size != theirs.hidden_size:
+            for index in range(len(self.layer_map) + 1):  # the embeddings, then each matched layer
+                projection = keras.layers.Dense(theirs.hidden_size, name=f"hidden_projection_{index}")
+                projection.build((None, None, mine.hidden_size))
+                self.projections.append(projection)
         self.soft_loss_tracker = keras.metrics.Mean(name="soft_loss")
         self.hard_loss_tracker = keras.metrics.Mean(name="hard_loss")
+        self.layer_loss_trackers = {name: keras.metrics.Mean(name=f"{name}_loss")
+                                    for name, weight in (("hidden", hidden_weight), ("attention", attention_weight))
+                                    if weight}
 
     def call(self, inputs, training=None):
-        return self.student(inputs, training=training)
+        """The student's outputs; in training with layer losses, `(outputs, student encoder outputs)`."""
+        if not (training and self.layer_loss_trackers):
+            return self.student(inputs, training=training)
+        return self._outputs_and_layers(self.student, inputs, training)
+
+    def _outputs_and_layers(self, model, inputs, training):
+        """`model`'s task outputs and its encoder's full outputs (hidden states, attention if asked), one pass."""
+        encoded = model.encoder(inputs, training=training, output_attentions="attention" in self.layer_loss_trackers)
+        return model.head(encoded[model.encoder_output], inputs, training=training), encoded
 
     def compile(self, optimizer, loss="auto", **kwargs):
         """The hard loss is the student's task loss (`loss="auto"`: its default, as `BertTaskModel.compile`)."""
@@ -61,11 +96,42 @@ class Distiller(keras.Model):
         super().compile(optimizer=optimizer)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        student_layers = teacher_layers_out = None
+        if isinstance(y_pred, tuple):  # training with layer losses (`call`)
+            y_pred, student_layers = y_pred
+            teacher_outputs, teacher_layers_out = self._outputs_and_layers(self.teacher, x, training=False)
+        else:
+            teacher_outputs = self.teacher(x, training=False)
         hard = self.student.compute_loss(x, y, y_pred, sample_weight, training)
-        soft = soft_target_loss(self.student, self.teacher(x, training=False), y_pred, y, self.temperature)
+        soft = soft_target_loss(self.student, teacher_outputs, y_pred, y, self.temperature)
         self.soft_loss_tracker.update_state(soft)
         self.hard_loss_tracker.update_state(hard)
-        return self.soft_weight * soft + (1.0 - self.soft_weight) * tf.cast(hard, tf.float32)
+        loss = self.soft_weight * soft + (1.0 - self.soft_weight) * tf.cast(hard, tf.float32)
+        if student_layers is not None:
+            real_tokens = tf.cast(x.get("input_mask", tf.ones_like(x["input_word_ids"])), tf.float32)
+            for name, layer_loss in self._layer_losses(student_layers, teacher_layers_out, real_tokens).items():
+                self.layer_loss_trackers[name].update_state(layer_loss)
+                loss += (self.hidden_weight if name == "hidden" else self.attention_weight) * layer_loss
+        return loss
+
+    def _layer_losses(self, student_layers, teacher_layers_out, real_tokens) -> dict[str, tf.Tensor]:
+        """The hidden-state and attention losses (module docstring), averaged over the matched layers."""
+        losses = {}
+        if "hidden" in self.layer_loss_trackers:
+            student_states = [student_layers["embedding_output"], *student_layers["encoder_outputs"]]
+            teacher_states = [teacher_layers_out["embedding_output"], *teacher_layers_out["encoder_outputs"]]
+            pairs = [(student_states[0], teacher_states[0])] + [
+                (student_states[mine], teacher_states[theirs]) for mine, theirs in enumerate(self.layer_map, 1)]
+            if self.projections:
+                pairs = [(projection(mine), theirs) for projection, (mine, theirs) in zip(self.projections, pairs)]
+            losses["hidden"] = tf.add_n([hidden_state_loss(mine, theirs, real_tokens)
+                                         for mine, theirs in pairs]) / len(pairs)
+        if "attention" in self.layer_loss_trackers:
+            losses["attention"] = tf.add_n([
+                attention_loss(student_layers["attention_probs"][mine - 1],
+                               teacher_layers_out["attention_probs"][theirs - 1], real_tokens)
+                for mine, theirs in enumerate(self.layer_map, 1)]) / len(self.layer_map)
+        return losses
 
 
 def soft_target_loss(student: keras.Model, teacher_outputs, student_outputs, labels, temperature: float) -> tf.Tensor:
@@ -96,6 +162,34 @@ def _kl(teacher_logits, student_logits, temperature: float, mask=None) -> tf.Ten
         return temperature**2 * tf.reduce_mean(kl)
     weights = tf.cast(mask, tf.float32)
     return temperature**2 * tf.reduce_sum(kl * weights) / tf.maximum(tf.reduce_sum(weights), 1.0)
+
+
+def hidden_state_loss(student_states, teacher_states, real_tokens) -> tf.Tensor:
+    """The mean squared difference of [batch, seq, hidden] states over the real tokens ([batch, seq] 0/1)."""
+    squared = tf.reduce_mean(tf.square(tf.cast(student_states, tf.float32) - tf.cast(teacher_states, tf.float32)), -1)
+    return tf.reduce_sum(squared * real_tokens) / tf.maximum(tf.reduce_sum(real_tokens), 1.0)
+
+
+def attention_loss(student_probs, teacher_probs, real_tokens) -> tf.Tensor:
+    """KL(teacher ‖ student) of each attention distribution [batch, heads, query, key], averaged over the heads
+    and the real query tokens."""
+    teacher_probs, student_probs = tf.cast(teacher_probs, tf.float32), tf.cast(student_probs, tf.float32)
+    kl = tf.reduce_sum(tf.math.xlogy(teacher_probs, teacher_probs)
+                       - tf.math.xlogy(teacher_probs, tf.maximum(student_probs, 1e-12)), axis=-1)
+    queries = real_tokens[:, None, :] * tf.ones_like(kl)
+    return tf.reduce_sum(kl * queries) / tf.maximum(tf.reduce_sum(queries), 1.0)
+
+
+def checked_layer_map(layer_map, student_layers: int, teacher_layers: int) -> tuple[int, ...]:
+    """The teacher layer (1-based) each student layer learns from: `layer_map`, or TinyBERT's uniform map
+    (i → i·N/M); ValueError in one line unless one per student layer, each 1 to N."""
+    if layer_map is None or len(layer_map) == 0:
+        return tuple((index + 1) * teacher_layers // student_layers for index in range(student_layers))
+    layer_map = tuple(int(layer) for layer in layer_map)
+    if len(layer_map) != student_layers or not all(1 <= layer <= teacher_layers for layer in layer_map):
+        raise ValueError(f"The layer map {list(layer_map)} must name one teacher layer (1 to {teacher_layers}) for "
+                         f"each of the student's {student_layers} layers.")
+    return layer_map
 
 
 def check_student(student: keras.Model, teacher: keras.Model) -> None:

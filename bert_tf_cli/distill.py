@@ -9,6 +9,8 @@ _OPTIONAL_FIELDS = {
     "warmup_proportion": "warmup_proportion", "weight_decay": "weight_decay", "dropout": "dropout", "seed": "seed",
     "early_stopping": "early_stopping_patience", "max_train_examples": "max_train_examples",
     "student_layers": "student_layers", "temperature": "temperature", "soft_weight": "soft_weight",
+    "hidden_weight": "hidden_weight", "attention_weight": "attention_weight", "layer_map": "layer_map",
+    "augment": "augment_copies", "augment_with": "augment_with",
 }
 
 
@@ -32,12 +34,34 @@ def register(commands) -> None:
     parser.add_argument("--unlabeled", nargs="+", metavar="FILE", default=(),
                         help="text files, a sentence per line (pairs: tab-separated), that the teacher labels for the "
                              "student to learn from too (classification and NER)")
+    parser.add_argument("--augment", type=int, metavar="N",
+                        help="also learn from N copies of each training and unlabeled text with words replaced by a "
+                             "masked-LM's guesses, labelled by the teacher (TinyBERT; classification and NER)")
+    parser.add_argument("--augment-with", metavar="CHECKPOINT",
+                        help="the pre-training checkpoint whose masked-LM head augments (default: the teacher's own)")
     parser.add_argument("--temperature", type=float,
                         help=f"softens both models' outputs (default: {default['temperature']})")
     parser.add_argument("--soft-weight", type=float,
                         help=f"share of the soft-target loss, the rest the labels' (default: {default['soft_weight']})")
+    parser.add_argument("--hidden-weight", type=float,
+                        help="weight of the loss between the student's hidden states (projected where narrower) and "
+                             f"the teacher's, TinyBERT style (default: {default['hidden_weight']}: off)")
+    parser.add_argument("--attention-weight", type=float,
+                        help="weight of the KL between the teacher's and the student's attention (same head count; "
+                             f"default: {default['attention_weight']}: off)")
+    parser.add_argument("--layer-map", type=_layer_map, metavar="I,J,...",
+                        help="the teacher layer (1-based) each student layer learns from (default: uniform, last to last)")
     add_training_arguments(parser, default)
     parser.set_defaults(run=run)
+
+
+def _layer_map(text: str) -> tuple[int, ...]:
+    import argparse
+
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated layer numbers, e.g. 2,4, not {text!r}") from None
 
 
 def config_from_args(args):

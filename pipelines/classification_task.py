@@ -180,6 +180,12 @@ class ClassificationTask(FinetuneTask):
         labels = [result["labels"] if self.spec.multi_label else result["label"] for result in predicted]
         return dataclasses.replace(examples, source=source, labels=labels)
 
+    def texts(self, examples: ClassificationExamples) -> list[str]:
+        """The examples as `labelled_by` reads them: each text (pairs: "text<TAB>second text")."""
+        if examples.text_pairs is None:
+            return list(examples.texts)
+        return [f"{text}\t{pair}" for text, pair in zip(examples.texts, examples.text_pairs)]
+
     def joined(self, examples: ClassificationExamples, more: ClassificationExamples) -> ClassificationExamples:
         pairs = None if examples.text_pairs is None else examples.text_pairs + more.text_pairs
         return dataclasses.replace(examples, texts=examples.texts + more.texts, text_pairs=pairs,

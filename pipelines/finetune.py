@@ -42,11 +42,13 @@ import bert_tf
 from bert_tf.checkpoints import check_vocabulary_fits
 from bert_tf.checkpoints.pretrained import presets_home
 from bert_tf.distillation import Distiller, student_from_teacher
+from bert_tf.inspection.loading import load_inspection_model
 from bert_tf.optimization import create_optimizer
 from bert_tf.text_files import existing_file, utf8_lines
 from bert_tf.tokenizer import BertTokenizer
 from bert_tf.training.progress import TextProgressCallback, is_terminal
 from bert_tf.vocabulary import read_vocab_file, resolve_lower_case
+from pipelines.augmentation import augment_texts
 from pipelines.finetune_config import FinetuneConfig
 from pipelines.finetune_task import FinetuneTask
 from pipelines.tasks import task_from_config, task_from_directory
@@ -149,10 +151,11 @@ class TrainingData:
     steps: int  # optimizer updates in the whole run (batches x epochs)
 
 
-def training_data(config: FinetuneConfig, tokenizer: BertTokenizer, teacher=None) -> TrainingData:
+def training_data(config: FinetuneConfig, tokenizer: BertTokenizer, teacher=None, progress: bool = False) -> TrainingData:
     """The training data of `config`: the batches `finetune` fits on, epoch after epoch, in the same order
     wherever they are made after `keras.utils.set_random_seed(config.seed)` (a reference framework can
-    train on exactly them: benchmarks/quality.py). With a `teacher` (`ModelDirectory`), its task and labels."""
+    train on exactly them: benchmarks/quality.py). With a `teacher` (`ModelDirectory`), its task and labels,
+    and the unlabeled and augmented texts it labels."""
     task = task_from_config(config, tokenizer) if teacher is None else task_from_directory(teacher)
     examples = _subset(task, task.read(config.train_file, fit_labels=teacher is None), config)
     for path in config.unlabeled_files:
@@ -161,6 +164,12 @@ def training_data(config: FinetuneConfig, tokenizer: BertTokenizer, teacher=None
         if texts:
             logger.info("Labelling the %d lines of %s with the teacher.", len(texts), path)
             examples = task.joined(examples, task.labelled_by(teacher.model, texts, str(path), config.batch_size))
+    if config.augment_copies:
+        texts = augment_texts(task.texts(examples), _masked_lm(config, teacher), tokenizer, config.augment_copies,
+                              seed=config.seed, max_length=task.seq_length, progress=progress)
+        logger.info("Labelling %d augmented texts with the teacher.", len(texts))
+        if texts:
+            examples = task.joined(examples, task.labelled_by(teacher.model, texts, "augmented text", config.batch_size))
     data = task.prepare(examples, training=True)
     batches = task.training_batches(data, config.batch_size, config.bucketing, config.seed)
     return TrainingData(task, examples, data, batches, int(batches.cardinality()) * config.epochs)
@@ -180,7 +189,7 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
     tokenizer = BertTokenizer(vocab_file, lower_case)
     say = (lambda message: print(message, flush=True)) if progress else (lambda message: None)  # noqa: E731
     say(f"Reading and tokenizing {config.train_file}" + (f" and {config.dev_file}" if config.dev_file else ""))
-    training = training_data(config, tokenizer, teacher)
+    training = training_data(config, tokenizer, teacher, progress)
     task, train, steps = training.task, training.data, training.steps
     dev = task.prepare(task.read(config.dev_file), training=False) if config.dev_file else None
     doing = "Fine-tuning" if teacher is None else (
@@ -190,7 +199,8 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
         f"{steps // config.epochs:,} batches of up to {config.batch_size}")
     model = task.build_model(encoder, config.dropout)
     if teacher is not None:
-        model = Distiller(model, teacher.model, config.temperature, config.soft_weight)
+        model = Distiller(model, teacher.model, config.temperature, config.soft_weight, config.hidden_weight,
+                          config.attention_weight, config.layer_map)
     learning_rate = config.peak_learning_rate(encoder.config)
     optimizer = create_optimizer(learning_rate, steps, int(steps * config.warmup_proportion),
                                  weight_decay=config.weight_decay)
@@ -237,6 +247,20 @@ def _load_teacher(config: FinetuneConfig):
         raise ValueError(f"The teacher {config.teacher} is a {teacher.task.task!r} model, not a {config.task!r} one.")
     teacher.require_vocab_file()
     return teacher
+
+
+def _masked_lm(config: FinetuneConfig, teacher):
+    """The masked-LM that augments text: `augment_with`'s, or the teacher directory's; with the teacher's vocabulary."""
+    source = config.augment_with or config.teacher
+    model = load_inspection_model(source)
+    if model.pretrainer is None:
+        raise ValueError(f"{source} has no masked-LM head to augment text with; pass --augment-with a pre-training "
+                         "checkpoint that has one (bert-tf pretrain's model/, Google's bert_model.ckpt, a Hugging Face "
+                         "BertForPreTraining or BertForMaskedLM directory).")
+    if list(model.tokenizer.vocabulary.tokens) != list(read_vocab_file(teacher.vocab_file)):
+        raise ValueError(f"{source} has another vocabulary than the teacher {config.teacher}: augmentation reads "
+                         "the teacher's token ids.")
+    return model.pretrainer
 
 
 def _student_encoder(config: FinetuneConfig, teacher):

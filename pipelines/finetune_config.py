@@ -70,9 +70,19 @@ class FinetuneConfig:
     student_layers: int | None = None
     temperature: float = 2.0
     soft_weight: float = 0.5  # the soft-target loss's share (the rest: the labels' loss)
+    # Intermediate layers (TinyBERT): the weights of the hidden-state and attention losses (0: off), and the teacher
+    # layer (1-based) each student layer learns from (empty: uniform, the last to the last).
+    hidden_weight: float = 0.0
+    attention_weight: float = 0.0
+    layer_map: tuple[int, ...] = ()
     # Text files, a sentence per line (pairs: a tab between the texts), that the teacher labels and the student
     # learns from besides the training file (classification and NER).
     unlabeled_files: tuple[str, ...] = ()
+    # TinyBERT's augmentation (pipelines.augmentation): this many copies of each training and unlabeled text, words
+    # replaced by a masked-LM's guesses, labelled by the teacher; the masked-LM of `augment_with` (a pre-training
+    # checkpoint with its head; None: the teacher directory's own, if it has one).
+    augment_copies: int = 0
+    augment_with: str | None = None
     # SQuAD (defaults and meaning: bert_tf.TaskSpec, where they are saved with the model).
     doc_stride: int = TaskSpec.doc_stride
     max_query_length: int = TaskSpec.max_query_length
@@ -112,8 +122,17 @@ class FinetuneConfig:
         if self.multi_label and (self.class_weights or self.focal_loss):
             raise ValueError("FinetuneConfig: class_weights and focal_loss apply to single-label classification.")
         self.unlabeled_files = tuple(self.unlabeled_files)
-        if self.teacher is None and (self.init == "teacher" or self.student_layers is not None or self.unlabeled_files):
-            raise ValueError("FinetuneConfig: a start from the teacher's layers, or unlabeled text, needs a teacher.")
+        self.layer_map = tuple(self.layer_map)
+        if isinstance(self.augment_copies, bool) or not isinstance(self.augment_copies, int) or self.augment_copies < 0:
+            raise ValueError(f"FinetuneConfig: augment_copies must be an integer >= 0, got {self.augment_copies!r}.")
+        if self.teacher is None and (self.init == "teacher" or self.student_layers is not None or self.unlabeled_files
+                                     or self.hidden_weight or self.attention_weight or self.layer_map
+                                     or self.augment_copies or self.augment_with):
+            raise ValueError("FinetuneConfig: a start from the teacher's layers, unlabeled text, augmentation or layer "
+                             "losses need a teacher.")
+        if (self.unlabeled_files or self.augment_copies) and self.task == "squad":
+            raise ValueError("FinetuneConfig: unlabeled and augmented text teach classification and NER students, not "
+                             "SQuAD ones.")
         if self.teacher is not None:
             if (self.init == "teacher") != (self.student_layers is not None):
                 raise ValueError("FinetuneConfig: student_layers goes with init='teacher' (the teacher's layers), "
@@ -121,6 +140,9 @@ class FinetuneConfig:
             if self.temperature <= 0 or not 0 <= self.soft_weight <= 1:
                 raise ValueError(f"FinetuneConfig: temperature must be > 0 and soft_weight in [0, 1], got "
                                  f"{self.temperature!r} and {self.soft_weight!r}.")
+            if self.hidden_weight < 0 or self.attention_weight < 0:
+                raise ValueError(f"FinetuneConfig: hidden_weight and attention_weight must be >= 0, got "
+                                 f"{self.hidden_weight!r} and {self.attention_weight!r}.")
         self.task_spec()  # the task's own checks (seq_length against the question, ...)
 
     def peak_learning_rate(self, model_config) -> float:

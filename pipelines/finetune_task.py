@@ -87,7 +87,8 @@ class FinetuneTask(abc.ABC):
     def labelled_by(self, model: keras.Model, texts: list[str], source: str, batch_size: int):
         """Examples of raw `texts` (one per line of an unlabeled file), labelled with `model`'s predictions (a
         teacher's, `bert-tf distill --unlabeled`). The tasks that have it (classification, NER) also have
-        `joined(examples, more)`: `examples` followed by `more`."""
+        `joined(examples, more)`: `examples` followed by `more`, and `texts(examples)`: the examples as such
+        lines (to augment them, `pipelines.augmentation`)."""
         raise ValueError(f"Unlabeled text teaches classification and NER students, not {self.name!r} ones.")
 
     def only_prediction(self, model: keras.Model, data, batch_size: int) -> str | None:

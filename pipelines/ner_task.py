@@ -144,6 +144,10 @@ class NerTask(FinetuneTask):
             sentence.tags, sentence.word_lines = result["tags"], [sentence.line] * len(sentence.words)
         return dataclasses.replace(examples, source=source)
 
+    def texts(self, examples: NerExamples) -> list[str]:
+        """The sentences' texts (a file's words joined by spaces), as `labelled_by` reads them."""
+        return list(examples.texts)
+
     def joined(self, examples: NerExamples, more: NerExamples) -> NerExamples:
         return NerExamples(examples.source, examples.sentences + more.sentences, examples.texts + more.texts,
                            examples.spans + more.spans)

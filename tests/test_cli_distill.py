@@ -32,7 +32,8 @@ def distill(files, out, *student):
 
 def test_a_student_of_the_teachers_layers_keeps_its_task_and_serves_like_any_model(sentiment, tmp_path, capsys):
     out = tmp_path / "student"
-    assert distill(sentiment, out, "--student", "teacher", "--student-layers", "1", "--temperature", "3") == 0
+    assert distill(sentiment, out, "--student", "teacher", "--student-layers", "1", "--temperature", "3",
+                   "--hidden-weight", "0.5", "--attention-weight", "0.5") == 0
     printed = capsys.readouterr().out
     assert "Distilling" in printed and "a student of 1 layers" in printed and "Dev scores (epoch" in printed
     directory = bert_tf.load_model_directory(out)
@@ -40,6 +41,7 @@ def test_a_student_of_the_teachers_layers_keeps_its_task_and_serves_like_any_mod
     assert directory.encoder.config.num_hidden_layers == 1 and directory.task == teacher.task
     assert directory.metadata["training"]["config"]["teacher"] == str(sentiment["dir"] / "teacher")
     assert directory.metadata["training"]["config"]["temperature"] == 3.0
+    assert {"hidden_loss", "attention_loss"} <= set(directory.metadata["training"]["history"])
     assert directory.metadata["dev_scores"]["accuracy"] >= 0.8
 
     assert main(["evaluate", "--model", str(out), "--data", str(sentiment["dev"])]) == 0
@@ -73,12 +75,36 @@ def test_unlabeled_text_is_labelled_by_the_teacher(sentiment, tmp_path):
     assert training["train_examples"] == 96 + len(sentences)
 
 
+def test_augmented_copies_of_the_training_texts_are_labelled_by_the_teacher(sentiment, tmp_path):
+    from pipelines.finetune import training_data
+    from pipelines.finetune_config import FinetuneConfig
+    from pipelines.prediction import Predictor
+
+    masked_lm = bert_tf.BertPretrainer(bert_tf.BertModel(bert_tf.BertConfig.from_json_file(sentiment["config"])))
+    bert_tf.save_pretrained(masked_lm, tmp_path / "mlm", vocab_file=sentiment["vocab"])
+    config = FinetuneConfig(task="classify", train_file=str(sentiment["train"]), output_dir=str(tmp_path / "x"),
+                            init="teacher", student_layers=1, teacher=str(sentiment["dir"] / "teacher"),
+                            augment_copies=3, augment_with=str(tmp_path / "mlm"))
+    teacher = bert_tf.load_model_directory(config.teacher)
+    examples = training_data(config, teacher.tokenizer(), teacher).examples
+    assert 96 + 96 <= len(examples) <= 96 + 3 * 96 and examples.source == str(sentiment["train"])
+    augmented = examples.texts[96:]
+    assert len(set(augmented)) == len(augmented) and not set(augmented) & set(examples.texts[:96])
+    assert examples.labels[96:] == [result["label"] for result in Predictor(config.teacher).classify(augmented)]
+    assert main(["distill", "--teacher", config.teacher, "--train", str(sentiment["train"]), "--out",
+                 str(tmp_path / "student"), "--student", "teacher", "--student-layers", "1", "--augment", "2",
+                 "--augment-with", str(tmp_path / "mlm"), "--epochs", "1"]) == 0
+    training = bert_tf.load_model_directory(tmp_path / "student").metadata["training"]
+    assert training["train_examples"] > 96 and training["config"]["augment_copies"] == 2
+
+
 @pytest.mark.slow  # 15 s; the random start's loading is finetune's own (tests/test_finetune.py)
 def test_a_random_narrower_student(sentiment, tmp_path):
     config = sentiment["dir"] / "narrow.json"
     bert_tf.BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                        intermediate_size=32, max_position_embeddings=64).write_json(config)
-    assert distill(sentiment, tmp_path / "narrow", "--student", str(config), "--soft-weight", "0.8") == 0
+    assert distill(sentiment, tmp_path / "narrow", "--student", str(config), "--soft-weight", "0.8",
+                   "--hidden-weight", "1", "--layer-map", "2") == 0
     directory = bert_tf.load_model_directory(tmp_path / "narrow")
     assert directory.encoder.config.hidden_size == 16 and directory.model.label_names == ["negative", "positive"]
 
@@ -115,6 +141,10 @@ def test_bad_combinations_are_one_line_errors(sentiment, tmp_path, capsys):
         (["--student", "teacher", "--student-layers", "3"], "takes 1 to 2 of them, not 3"),
         (["--student", str(tmp_path / "checkpoint")], "has another vocabulary"),
         (["--student", "teacher", "--student-layers", "1", "--soft-weight", "2"], "soft_weight in [0, 1]"),
+        (["--student", "teacher", "--student-layers", "1", "--augment", "2"],
+         "has no masked-LM head to augment text with; pass --augment-with"),
+        (["--student", "teacher", "--student-layers", "1", "--hidden-weight", "1", "--layer-map", "1,2"],
+         "The layer map [1, 2] must name one teacher layer (1 to 2) for each of the student's 1 layers"),
     ]
     for arguments, message in cases:
         assert distill(sentiment, tmp_path / "bad", *arguments) == 2
