@@ -17,6 +17,7 @@ Benchmarks (each a module of this package with `run(settings) -> BenchmarkResult
   int8_matmul one BERT-base dense product by every int8 and bfloat16 route (TensorFlow, LiteRT, ONNX Runtime)
   quality     fine-tuning from the trained BERT-Mini, bert-tf against transformers, 5 tasks x 3 seeds (~2 hours)
   distillation  students of the quality benchmark's teachers: dev score against float32/int8 speed (~50 minutes)
+  vocab       learning a WordPiece vocabulary from two books: bert-tf vs KerasHub and tensorflow-text
 
 Each benchmark runs in its own process (a fresh memory) and times its contenders interleaved
 (A B A B ...) after warm-up and reports medians with their spread. Results go to benchmarks/RESULTS.md (one delimited section per benchmark,
@@ -54,6 +55,7 @@ BENCHMARKS = {
     "int8_matmul": "int8_matmul",
     "quality": "quality",
     "distillation": "distillation",
+    "vocab": "vocab_learning",
 }
 
 
