@@ -59,6 +59,7 @@ def word_candidates(texts: list[str], pretrainer: BertPretrainer, tokenizer: Ber
     tokens = vocabulary.tokens
     allowed = np.array([not token.startswith(SUFFIX_INDICATOR) and not _SPECIAL.fullmatch(token)
                         and any(char.isalpha() for char in token) for token in tokens])
+    top_k = min(top_k, int(allowed.sum()) - 1)  # the word itself is never its own candidate
     words, starts, ends = (part.to_list() for part in tokenizer.words(tf.constant(texts, tf.string)))
     every_word = [word for text_words in words for word in text_words]
     pieces = iter(tokenizer.tokenize(tf.constant(every_word, tf.string)).to_list() if every_word else [])
@@ -78,6 +79,8 @@ def word_candidates(texts: list[str], pretrainer: BertPretrainer, tokenizer: Ber
                 rows.append((row, index))
             position += len(word)
     found = [[] for _ in texts]
+    if top_k < 1:
+        return found
     steps = -(-len(queries) // batch_size)
     say = TextProgress(steps, batch_size) if progress and steps else None
     for begin in range(0, len(queries), batch_size):
@@ -85,7 +88,8 @@ def word_candidates(texts: list[str], pretrainer: BertPretrainer, tokenizer: Ber
         logits = _masked_logits(pretrainer, batch, vocabulary.pad_id)[:, :len(tokens)]
         logits[:, ~allowed] = -np.inf
         logits[np.arange(len(batch)), [original for _, _, original in batch]] = -np.inf
-        best = np.argsort(-logits, axis=-1, kind="stable")[:, :top_k]
+        best = np.argpartition(-logits, top_k - 1, axis=-1)[:, :top_k]  # the top_k, then in order
+        best = np.take_along_axis(best, np.argsort(-np.take_along_axis(logits, best, -1), -1, kind="stable"), -1)
         for (row, index), choices in zip(rows[begin:begin + batch_size], best):
             found[row].append((starts[row][index], ends[row][index], [tokens[choice] for choice in choices]))
         if say:
@@ -103,7 +107,7 @@ def _masked_logits(pretrainer: BertPretrainer, batch, pad_id: int) -> np.ndarray
                           "input_type_ids": np.zeros_like(word_ids),
                           "masked_lm_positions": np.array([[position] for _, position, _ in batch], np.int32)},
                          training=False)
-    return outputs["mlm_logits"].numpy()[:, 0, :].astype(np.float64)
+    return outputs["mlm_logits"].numpy()[:, 0, :]
 
 
 def _copies(text: str, candidates, copies: int, probability: float, rng: np.random.Generator) -> list[str]:
