@@ -7,7 +7,8 @@ import json
 import pytest
 
 import bert_tf
-from bert_tf_cli import main
+from bert_tf_cli import build_parser, main
+from bert_tf_cli.distill import config_from_args
 from tiny_finetune_files import VOCAB, write_bert_config, write_conll, write_sentiment_tsv, write_squad, write_vocab
 
 TRAINING = ["--epochs", "3", "--batch-size", "16", "--learning-rate", "3e-3", "--dropout", "0"]
@@ -91,11 +92,10 @@ def test_augmented_copies_of_the_training_texts_are_labelled_by_the_teacher(sent
     augmented = examples.texts[96:]
     assert len(set(augmented)) == len(augmented) and not set(augmented) & set(examples.texts[:96])
     assert examples.labels[96:] == [result["label"] for result in Predictor(config.teacher).classify(augmented)]
-    assert main(["distill", "--teacher", config.teacher, "--train", str(sentiment["train"]), "--out",
-                 str(tmp_path / "student"), "--student", "teacher", "--student-layers", "1", "--augment", "2",
-                 "--augment-with", str(tmp_path / "mlm"), "--epochs", "1"]) == 0
-    training = bert_tf.load_model_directory(tmp_path / "student").metadata["training"]
-    assert training["train_examples"] > 96 and training["config"]["augment_copies"] == 2
+    args = build_parser().parse_args(["distill", "--teacher", config.teacher, "--train", config.train_file, "--out",
+                                      config.output_dir, "--student", "teacher", "--student-layers", "1",
+                                      "--augment", "3", "--augment-with", config.augment_with])
+    assert config_from_args(args) == config  # the command line makes the same run
 
 
 @pytest.mark.slow  # 15 s; the random start's loading is finetune's own (tests/test_finetune.py)
