@@ -39,7 +39,12 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 SUFFIX_INDICATOR = "##"
 LEARNER_SLACK = 0.05  # the WordPiece learner aims for a size within this share below the one asked for
 logger = logging.getLogger(__name__)
-_BRACKETED = re.compile(r"\[[^\]]*\]")  # [PAD], [unused12], ...: never text
+_BRACKETED = re.compile(r"\[[^\]]*\]")
+
+
+def is_bracketed(token: str) -> bool:
+    """Whether `token` is a special or reserved token ([PAD], [CLS], [unused12], ...): never a word of text."""
+    return _BRACKETED.fullmatch(token) is not None
 
 
 def read_vocab_file(path: str | os.PathLike) -> list[str]:
@@ -60,7 +65,7 @@ def read_vocab_file(path: str | os.PathLike) -> list[str]:
 
 def _has_upper_case(token: str) -> bool:
     """True for a token with an upper-case letter, bracketed special tokens aside."""
-    return token != token.lower() and not _BRACKETED.fullmatch(token)
+    return token != token.lower() and not is_bracketed(token)
 
 
 def infer_lower_case(tokens: Iterable[str]) -> bool:

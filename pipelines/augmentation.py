@@ -17,18 +17,15 @@ Example:
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import tensorflow as tf
 
 from bert_tf.pretrainer import BertPretrainer
 from bert_tf.tokenizer import BertTokenizer
 from bert_tf.training.progress import TextProgress
-from bert_tf.vocabulary import SUFFIX_INDICATOR
+from bert_tf.vocabulary import SUFFIX_INDICATOR, is_bracketed
 
 COPIES, PROBABILITY, TOP_K = 20, 0.4, 15  # TinyBERT's N_a, p_t and K
-_SPECIAL = re.compile(r"\[[^\]]*\]")  # [PAD], [CLS], [unused7], ...
 
 
 def augment_texts(texts: list[str], pretrainer: BertPretrainer, tokenizer: BertTokenizer, copies: int = COPIES,
@@ -57,7 +54,7 @@ def word_candidates(texts: list[str], pretrainer: BertPretrainer, tokenizer: Ber
     the text (code points) and the masked-LM's `top_k` replacements when it alone is masked."""
     vocabulary = tokenizer.vocabulary
     tokens = vocabulary.tokens
-    allowed = np.array([not token.startswith(SUFFIX_INDICATOR) and not _SPECIAL.fullmatch(token)
+    allowed = np.array([not token.startswith(SUFFIX_INDICATOR) and not is_bracketed(token)
                         and any(char.isalpha() for char in token) for token in tokens])
     top_k = min(top_k, int(allowed.sum()) - 1)  # the word itself is never its own candidate
     words, starts, ends = (part.to_list() for part in tokenizer.words(tf.constant(texts, tf.string)))

@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import shutil
-import sys
 import tempfile
 import time
 import warnings

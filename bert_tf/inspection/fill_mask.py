@@ -28,19 +28,17 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 
 import numpy as np
 import tensorflow as tf
 
 from bert_tf.pretrainer import BertPretrainer
 from bert_tf.tokenizer import BertTokenizer
-from bert_tf.vocabulary import SUFFIX_INDICATOR
+from bert_tf.vocabulary import SUFFIX_INDICATOR, is_bracketed
 
 logger = logging.getLogger(__name__)
 
 MASK_TEXT = "[MASK]"
-_SPECIAL = re.compile(r"\[[^\]]*\]")  # [PAD], [CLS], [unused7], ...: never a word
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,7 +144,7 @@ def fill_mask(pretrainer: BertPretrainer, tokenizer: BertTokenizer, text: str, t
 def _fill_word(pretrainer, tokens, ids, span, beam_width) -> tuple[Candidate, ...]:
     """Beam search over the pieces of one word at the positions `span`, left to right."""
     is_continuation = np.array([token.startswith(SUFFIX_INDICATOR) for token in tokens])
-    is_word_start = ~is_continuation & np.array([not _SPECIAL.fullmatch(token) for token in tokens])
+    is_word_start = ~is_continuation & np.array([not is_bracketed(token) for token in tokens])
     if not is_continuation.any():
         raise ValueError(f"{len(span)} adjacent {MASK_TEXT}s ask for a word of several pieces, but the vocabulary "
                          f"has no '{SUFFIX_INDICATOR}' pieces; separate the masks with a space.")
