@@ -1,6 +1,6 @@
 """Small students distilled from fine-tuned BERT-Mini teachers: dev score against speed, float32 and int8.
 
-    python -m benchmarks.run --only distillation            # about 50 minutes on 2 cores, the teachers there
+    python -m benchmarks.run --only distillation            # about an hour on 2 cores, the teachers there
     python -m benchmarks.run --only distillation --quick    # smoke mode: a few dozen examples, one epoch
 
 Teachers: `benchmarks.quality`'s seed-1 `bert-tf finetune` models of SST-2, MRPC and CoNLL-2003 (BERT-Mini from

@@ -16,7 +16,7 @@ Benchmarks (each a module of this package with `run(settings) -> BenchmarkResult
   served_quantized    the bf16 and int8 exports served by `bert-tf serve`: SST-2 dev labels and sentences/s
   int8_matmul one BERT-base dense product by every int8 and bfloat16 route (TensorFlow, LiteRT, ONNX Runtime)
   quality     fine-tuning from the trained BERT-Mini, bert-tf against transformers, 5 tasks x 3 seeds (~2 hours)
-  distillation  students of the quality benchmark's teachers: dev score against float32/int8 speed (~50 minutes)
+  distillation  students of the quality benchmark's teachers: dev score against float32/int8 speed (~1 hour)
   vocab       learning a WordPiece vocabulary from two books: bert-tf vs KerasHub and tensorflow-text
 
 Each benchmark runs in its own process (a fresh memory) and times its contenders interleaved

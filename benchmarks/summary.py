@@ -8,7 +8,9 @@ TF-native CPU serving path at least as fast as ONNX Runtime's int8 at BERT-base,
 and 8, on the same work (128 real tokens), losing at most 0.5 point of SST-2 accuracy and CoNLL F1,
 and served by `bert-tf serve` with the float32 model's label on at least 99% of SST-2 dev. Issue 24:
 `bert-tf finetune` from the trained BERT-Mini within max(1 point, 2 std) of transformers with the same recipe,
-task by task; int8 and bf16 losing at most 0.5 point on the models fine-tuned from it.
+task by task; int8 and bf16 losing at most 0.5 point on the models fine-tuned from it. Issue 25: a distilled
+student of the SST-2 teacher keeping ≥ 97% of its dev score at ≥ 4× its float32 sentences/s (batches of 32),
+and ≥ 96% at ≥ 12× in int8.
 
 Example:
     >>> summarize(Path("benchmarks/results")).name   # doctest: +SKIP
@@ -165,6 +167,23 @@ def _quality_rows(data: dict) -> list[list[str]]:
     return rows
 
 
+def _distillation_rows(data: dict) -> list[list[str]]:
+    from benchmarks.distillation import TARGETS
+
+    sst2 = data["results"]["sst2"]
+    rates = sst2["speed"]["sentences_per_s"]
+    teacher = 100 * sst2["teacher"]["score"]["accuracy"]
+    rows = []
+    for precision, (share, speed) in TARGETS.items():
+        keeping = {name: rates[f"{name}|{precision}|32"] / rates["teacher|float32|32"]
+                   for name, student in sst2["students"].items() if student["score"] / teacher >= share}
+        best = max(keeping, key=keeping.get, default=None)
+        rows.append(_row(f"distillation, SST-2: the fastest {precision} student keeping ≥ {share:.0%} of the "
+                         "teacher's dev accuracy, × the float32 teacher's sentences/s (batch 32)",
+                         keeping.get(best, 0.0), speed, "×", best or "no student keeps that share"))
+    return rows
+
+
 def _served_quantized_rows(data: dict) -> list[list[str]]:
     results = data["results"]
     rows = []
@@ -181,7 +200,7 @@ def summarize(json_dir: Path) -> BenchmarkResult:
     sections = {"inference": _inference_rows, "text": _text_rows, "training": _training_rows,
                 "pipelines": _pipeline_rows, "cpu_serving": _cpu_serving_rows,
                 "quantized_accuracy": _quantized_accuracy_rows, "served_quantized": _served_quantized_rows,
-                "quality": _quality_rows}
+                "quality": _quality_rows, "distillation": _distillation_rows}
     rows, sources = [], {}
     for name, make_rows in sections.items():
         data = _load(json_dir, name)
