@@ -193,6 +193,17 @@ def speeds(teacher: Path, students: dict, settings: Settings, scratch: Path) -> 
             "sentences": len(sentences)}
 
 
+def fastest_keeping(sst2: dict, precision: str) -> tuple[str | None, float]:
+    """The fastest SST-2 student in `precision` (batch 32) keeping the target's share of the teacher's dev
+    accuracy, and its speed × the float32 teacher's; (None, 0.0) when none keeps it."""
+    rates = sst2["speed"]["sentences_per_s"]
+    teacher = quality.points(quality.TASKS[0], "accuracy", sst2["teacher"]["score"]["accuracy"])
+    keeping = {name: rates[f"{name}|{precision}|32"] / rates["teacher|float32|32"]
+               for name, student in sst2["students"].items() if student["score"] / teacher >= TARGETS[precision][0]}
+    best = max(keeping, key=keeping.get, default=None)
+    return best, keeping.get(best, 0.0)
+
+
 def _megabytes(path: Path) -> float:
     return sum(file.stat().st_size for file in Path(path).rglob("*") if file.is_file()) / 2**20
 
@@ -220,16 +231,16 @@ def markdown(title: str, tasks, results: dict, settings: Settings) -> str:
                                  f"({rates[f'{name}|{precision}|{batch}'] / base:.1f}×)"
                                  for precision in ("float32", "int8") for batch in (32, 1)),
                                f"{sizes[name]['float32_mb']:.1f} / {sizes[name]['int8_mb']:.1f}"])
-            for precision, (min_share, min_speed) in TARGETS.items():
-                speed = rates[f"{name}|{precision}|32"] / base
-                if name != "teacher" and share >= min_share and speed >= min_speed:
-                    verdicts.append(f"{name} {precision}: {100 * share:.1f}% at {speed:.1f}× — target met")
         speed_lines = [
             "", f"SST-2 raw text → label on the {sst2['speed']['sentences']} dev sentences ({SINGLE_SENTENCES} for one "
             f"per call), sentences/s (× the float32 teacher at batch 32), {usable_cores()} threads:", "",
             markdown_table(["model", "% of teacher", "float32, batch 32", "float32, 1 per call", "int8, batch 32",
                             "int8, 1 per call", "MB float32 / int8"], speed_rows)]
-    targets = "; ".join(verdicts) or "no student meets a target (the frontier is the table above)"
+        for precision, (min_share, min_speed) in TARGETS.items():
+            name, speed = fastest_keeping(sst2, precision)
+            met = "met" if speed >= min_speed else "not met"
+            verdicts.append(f"{precision}: {name or 'no student'} keeping ≥ {min_share:.0%} at {speed:.1f}× — {met}")
+    targets = "; ".join(verdicts)
     quick = "\n\n**Quick mode: a few dozen examples; the figures mean nothing.**" if settings.quick else ""
     commands = "\n".join(f"- {task.title}: teacher `{results[task.name]['teacher']['command']}`; e.g. "
                          f"`{next(iter(results[task.name]['students'].values()))['command']}`" for task in tasks)

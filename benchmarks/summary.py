@@ -168,19 +168,14 @@ def _quality_rows(data: dict) -> list[list[str]]:
 
 
 def _distillation_rows(data: dict) -> list[list[str]]:
-    from benchmarks.distillation import TARGETS
+    from benchmarks.distillation import TARGETS, fastest_keeping
 
-    sst2 = data["results"]["sst2"]
-    rates = sst2["speed"]["sentences_per_s"]
-    teacher = 100 * sst2["teacher"]["score"]["accuracy"]
     rows = []
     for precision, (share, speed) in TARGETS.items():
-        keeping = {name: rates[f"{name}|{precision}|32"] / rates["teacher|float32|32"]
-                   for name, student in sst2["students"].items() if student["score"] / teacher >= share}
-        best = max(keeping, key=keeping.get, default=None)
+        best, measured = fastest_keeping(data["results"]["sst2"], precision)
         rows.append(_row(f"distillation, SST-2: the fastest {precision} student keeping ≥ {share:.0%} of the "
                          "teacher's dev accuracy, × the float32 teacher's sentences/s (batch 32)",
-                         keeping.get(best, 0.0), speed, "×", best or "no student keeps that share"))
+                         measured, speed, "×", best or "no student keeps that share"))
     return rows
 
 

@@ -61,7 +61,6 @@ class Distiller(keras.Model):
         self.student, self.teacher = student, teacher
         self.teacher.trainable = False
         self.temperature, self.soft_weight = float(temperature), float(soft_weight)
-        self.hidden_weight, self.attention_weight = float(hidden_weight), float(attention_weight)
         mine, theirs = student.encoder.config, teacher.encoder.config
         self.layer_map = checked_layer_map(layer_map, mine.num_hidden_layers, theirs.num_hidden_layers)
         if attention_weight and mine.num_attention_heads != theirs.num_attention_heads:
@@ -75,19 +74,19 @@ class Distiller(keras.Model):
                 self.projections.append(projection)
         self.soft_loss_tracker = keras.metrics.Mean(name="soft_loss")
         self.hard_loss_tracker = keras.metrics.Mean(name="hard_loss")
-        self.layer_loss_trackers = {name: keras.metrics.Mean(name=f"{name}_loss")
-                                    for name, weight in (("hidden", hidden_weight), ("attention", attention_weight))
-                                    if weight}
+        self.layer_loss_weights = {name: float(weight) for name, weight in
+                                   (("hidden", hidden_weight), ("attention", attention_weight)) if weight}
+        self.layer_loss_trackers = {name: keras.metrics.Mean(name=f"{name}_loss") for name in self.layer_loss_weights}
 
     def call(self, inputs, training=None):
         """The student's outputs; in training with layer losses, `(outputs, student encoder outputs)`."""
-        if not (training and self.layer_loss_trackers):
+        if not (training and self.layer_loss_weights):
             return self.student(inputs, training=training)
         return self._outputs_and_layers(self.student, inputs, training)
 
     def _outputs_and_layers(self, model, inputs, training):
         """`model`'s task outputs and its encoder's full outputs (hidden states, attention if asked), one pass."""
-        encoded = model.encoder(inputs, training=training, output_attentions="attention" in self.layer_loss_trackers)
+        encoded = model.encoder(inputs, training=training, output_attentions="attention" in self.layer_loss_weights)
         return model.head(encoded[model.encoder_output], inputs, training=training), encoded
 
     def compile(self, optimizer, loss="auto", **kwargs):
@@ -111,13 +110,13 @@ class Distiller(keras.Model):
             real_tokens = tf.cast(x.get("input_mask", tf.ones_like(x["input_word_ids"])), tf.float32)
             for name, layer_loss in self._layer_losses(student_layers, teacher_layers_out, real_tokens).items():
                 self.layer_loss_trackers[name].update_state(layer_loss)
-                loss += (self.hidden_weight if name == "hidden" else self.attention_weight) * layer_loss
+                loss += self.layer_loss_weights[name] * layer_loss
         return loss
 
     def _layer_losses(self, student_layers, teacher_layers_out, real_tokens) -> dict[str, tf.Tensor]:
         """The hidden-state and attention losses (module docstring), averaged over the matched layers."""
         losses = {}
-        if "hidden" in self.layer_loss_trackers:
+        if "hidden" in self.layer_loss_weights:
             student_states = [student_layers["embedding_output"], *student_layers["encoder_outputs"]]
             teacher_states = [teacher_layers_out["embedding_output"], *teacher_layers_out["encoder_outputs"]]
             pairs = [(student_states[0], teacher_states[0])] + [
@@ -126,7 +125,7 @@ class Distiller(keras.Model):
                 pairs = [(projection(mine), theirs) for projection, (mine, theirs) in zip(self.projections, pairs)]
             losses["hidden"] = tf.add_n([hidden_state_loss(mine, theirs, real_tokens)
                                          for mine, theirs in pairs]) / len(pairs)
-        if "attention" in self.layer_loss_trackers:
+        if "attention" in self.layer_loss_weights:
             losses["attention"] = tf.add_n([
                 attention_loss(student_layers["attention_probs"][mine - 1],
                                teacher_layers_out["attention_probs"][theirs - 1], real_tokens)

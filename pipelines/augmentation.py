@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.inspection.fill_mask import mask_probabilities
 from bert_tf.pretrainer import BertPretrainer
 from bert_tf.tokenizer import BertTokenizer
 from bert_tf.training.progress import TextProgress
@@ -82,11 +83,12 @@ def word_candidates(texts: list[str], pretrainer: BertPretrainer, tokenizer: Ber
     say = TextProgress(steps, batch_size) if progress and steps else None
     for begin in range(0, len(queries), batch_size):
         batch = queries[begin:begin + batch_size]
-        logits = _masked_logits(pretrainer, batch, vocabulary.pad_id)[:, :len(tokens)]
-        logits[:, ~allowed] = -np.inf
-        logits[np.arange(len(batch)), [original for _, _, original in batch]] = -np.inf
-        best = np.argpartition(-logits, top_k - 1, axis=-1)[:, :top_k]  # the top_k, then in order
-        best = np.take_along_axis(best, np.argsort(-np.take_along_axis(logits, best, -1), -1, kind="stable"), -1)
+        scores = mask_probabilities(pretrainer, _padded(batch, vocabulary.pad_id),
+                                    [[position] for _, position, _ in batch], vocabulary.pad_id)[:, 0, :len(tokens)]
+        scores[:, ~allowed] = -1.0
+        scores[np.arange(len(batch)), [original for _, _, original in batch]] = -1.0
+        best = np.argpartition(-scores, top_k - 1, axis=-1)[:, :top_k]  # the top_k, then in order
+        best = np.take_along_axis(best, np.argsort(-np.take_along_axis(scores, best, -1), -1, kind="stable"), -1)
         for (row, index), choices in zip(rows[begin:begin + batch_size], best):
             found[row].append((starts[row][index], ends[row][index], [tokens[choice] for choice in choices]))
         if say:
@@ -94,17 +96,12 @@ def word_candidates(texts: list[str], pretrainer: BertPretrainer, tokenizer: Ber
     return found
 
 
-def _masked_logits(pretrainer: BertPretrainer, batch, pad_id: int) -> np.ndarray:
-    """The masked-LM logits [len(batch), vocab] at each query's masked position."""
-    length = max(len(ids) for ids, _, _ in batch)
-    word_ids = np.full([len(batch), length], pad_id, np.int32)
+def _padded(batch, pad_id: int) -> np.ndarray:
+    """The queries' ids as one [len(batch), longest] array, padded with `pad_id`."""
+    word_ids = np.full([len(batch), max(len(ids) for ids, _, _ in batch)], pad_id, np.int32)
     for row, (ids, _, _) in enumerate(batch):
         word_ids[row, :len(ids)] = ids
-    outputs = pretrainer({"input_word_ids": word_ids, "input_mask": (word_ids != pad_id).astype(np.int32),
-                          "input_type_ids": np.zeros_like(word_ids),
-                          "masked_lm_positions": np.array([[position] for _, position, _ in batch], np.int32)},
-                         training=False)
-    return outputs["mlm_logits"].numpy()[:, 0, :]
+    return word_ids
 
 
 def _copies(text: str, candidates, copies: int, probability: float, rng: np.random.Generator) -> list[str]:

@@ -106,12 +106,13 @@ def encode_masked_text(tokenizer: BertTokenizer, text: str, max_length: int) -> 
     return ids + [vocabulary.sep_id], spans
 
 
-def mask_probabilities(pretrainer: BertPretrainer, word_ids, positions) -> np.ndarray:
-    """Softmax of the masked-LM logits: word_ids [batch, seq], positions [batch, P] → [batch, P, vocab]."""
+def mask_probabilities(pretrainer: BertPretrainer, word_ids, positions, pad_id: int | None = None) -> np.ndarray:
+    """Softmax of the masked-LM logits: word_ids [batch, seq], positions [batch, P] → [batch, P, vocab].
+    With `pad_id`, rows padded with it to the longest attend to their own tokens only."""
     word_ids = tf.constant(word_ids, tf.int32)
     outputs = pretrainer({
         "input_word_ids": word_ids,
-        "input_mask": tf.ones_like(word_ids),
+        "input_mask": tf.ones_like(word_ids) if pad_id is None else tf.cast(word_ids != pad_id, tf.int32),
         "input_type_ids": tf.zeros_like(word_ids),
         "masked_lm_positions": tf.constant(positions, tf.int32),
     }, training=False)
