@@ -4,6 +4,9 @@
     python -m benchmarks.serving_load --model_base_path /models/bert --model_name bert
     python -m benchmarks.serving_load --model_base_path models/sst2 --model_name sst2 \
         --sentences ../shared/data/sst2/dev.tsv --clients 1 8 64 --modes grpc-kept rest-kept --enable_batching
+    python -m benchmarks.serving_load --preset base --quantize int8 --sentences ../shared/data/sst2/dev.tsv \
+        --clients 1 8 64 --modes grpc-kept rest-kept --enable_batching \
+        --batching_parameters_file serving/batching_parameters.txt
 
 The server runs in a child process (its own interpreter and GIL, as a real server would)
 on free 127.0.0.1 ports and is stopped at the end; the clients are threads of this
@@ -24,7 +27,11 @@ the i-th sentence (cycling), its answer compared with that sentence sent alone (
 same label with `--same_label`, for int8); the reference row is then the in-process call on
 batches of `--reference_batch` (32) sentences, rates in sentences/s. `--enable_batching` and
 `--batching_parameters_file` are the server's request batching (`serving/server/batching.py`);
-`--model_base_path` may hold a TFLite version (`model.tflite`), which the reference then runs. Every answer is compared with the direct call's outputs (a
+`--model_base_path` may hold a TFLite version (`model.tflite`), which the reference then runs. `--preset P
+--quantize Q` serves instead `cpu_serving`'s seeded random classifier of preset P exported with `quantize=Q`
+(int8 answers checked by label), its section named by preset, quantization and batching, so that the runs of one
+model stand side by side; with batching and sentences, the section checks the target of 64 clients (≥ 0.8× the
+direct call's sentences/s, p99 ≤ batch_timeout + 2 direct calls, no errors). Every answer is compared with the direct call's outputs (a
 different one counts as an error), every request has a 30 s deadline (REST: a socket
 timeout), and the timed part stops at `--max_seconds`. CPU time per request is read from
 /proc (Linux). The section `serving_load` of benchmarks/RESULTS.md (and
@@ -430,6 +437,46 @@ def load_test(args, base_path: Path, grpc_port: int, rest_port: int, server_pid:
     return rows
 
 
+def section_name(args) -> str:
+    """`serving_load`, or with `--preset` one section per preset, quantization and batching."""
+    if not args.preset:
+        return NAME
+    return f"{NAME}_{args.preset}_{args.quantize}_{'batching' if args.enable_batching else 'unbatched'}"
+
+
+def preset_base_path(preset: str, quantize: str, scratch: Path) -> tuple[Path, str]:
+    """`cpu_serving`'s seeded random classifier of `preset`, exported as version 1 with `quantize`: (base path,
+    its description)."""
+    from benchmarks.cpu_serving import saved_classifier
+    from benchmarks.settings import Settings
+    from serving.export.saved_model import export_saved_model
+
+    settings = Settings()
+    _, model_dir = saved_classifier(settings.config(preset), settings.vocab_file, scratch / "model_dir")
+    export_saved_model(model_dir, scratch, "served", version=1, quantize=quantize)
+    return scratch / "served", (f"BERT-{preset} classifier (2 classes, seeded random weights, as in cpu_serving), "
+                                f"exported with quantize={quantize!r}")
+
+
+def batching_verdict(args, rows: list[Row]) -> list[str]:
+    """The target of 64 single-sentence clients with batching, one line per such row."""
+    from serving.server.model_server import batching_parameters
+
+    timeout_ms = batching_parameters(True, args.batching_parameters_file).batch_timeout_micros / 1e3
+    direct = rows[0]
+    bound_ms = timeout_ms + 2 * direct.mean_ms
+    lines = []
+    for row in rows[1:]:
+        if row.clients != 64:
+            continue
+        ratio, p99 = row.requests_per_s / direct.requests_per_s, row.percentile_ms(99)
+        met = ratio >= 0.8 and p99 <= bound_ms and not row.errors
+        lines.append(f"- Target, {row.label}: {ratio:.2f}× the direct call (≥ 0.8), p99 {p99:,.1f} ms (≤ "
+                     f"{timeout_ms:g} + 2 × {direct.mean_ms:,.1f} = {bound_ms:,.1f}), {len(row.errors)} errors: "
+                     f"**{'met' if met else 'not met'}**")
+    return lines
+
+
 def _number(value: float, digits: int = 1) -> str:
     return "–" if np.isnan(value) else f"{value:,.{digits}f}"
 
@@ -482,6 +529,7 @@ def markdown(command: str, args, model: str, rows: list[Row], info: dict, starte
         "",
         markdown_table(header, table),
         *([""] + errors if errors else []),
+        *([""] + batching_verdict(args, rows) if args.enable_batching and args.sentences else []),
     ])
 
 
@@ -491,6 +539,9 @@ def main(argv: list[str] | None = None) -> int:
         "--model_base_path", help="directory holding <version>/saved_model.pb (default: build the demo model)"
     )
     parser.add_argument("--model_name", default="demo")
+    parser.add_argument("--preset", help="serve cpu_serving's seeded random classifier of this preset (e.g. base)")
+    parser.add_argument("--quantize", choices=("none", "bf16", "int8"), default="none",
+                        help="with --preset: the export's quantization")
     parser.add_argument("--signature_name", default="serving_default")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES), help="transport-connections rows")
     parser.add_argument("--clients", type=int, nargs="+", default=[8, 64], help="concurrent clients (default 8 64)")
@@ -517,6 +568,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.requests < args.rounds or args.rounds < 1 or min(args.clients) < 1:
         parser.error("--rounds must be ≥ 1, --requests ≥ --rounds, --clients ≥ 1.")
+    if args.preset and args.model_base_path:
+        parser.error("--preset builds the model it serves: give it or --model_base_path, not both.")
+    args.same_label = args.same_label or (bool(args.preset) and args.quantize == "int8")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     command = " ".join(["python -m benchmarks.serving_load", *map(shlex.quote, sys.argv[1:] if argv is None else argv)])
     from benchmarks.machine import machine_info
@@ -526,7 +580,9 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory() as scratch:
         base_path, model = args.model_base_path, f"{args.model_name} from `{args.model_base_path}`"
-        if base_path is None:
+        if args.preset:
+            base_path, model = preset_base_path(args.preset, args.quantize, Path(scratch))
+        elif base_path is None:
             from serving.export.demo_model import save_demo_model
 
             base_path = Path(scratch) / args.model_name
@@ -559,7 +615,7 @@ def main(argv: list[str] | None = None) -> int:
         results_md = args.results or RESULTS_MD
         data = {"command": command, "started": started.isoformat(), "machine": info, "arguments": vars(args),
                 "load_average_at_end": os.getloadavg(), "rows": [row.summary() for row in rows]}
-        write_result(BenchmarkResult(NAME, section, data), results_md, results_md.parent / "results")
+        write_result(BenchmarkResult(section_name(args), section, data), results_md, results_md.parent / "results")
         print(f"written to {results_md}")
     return 1 if any(row.errors for row in rows) else 0
 
