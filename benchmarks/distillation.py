@@ -17,12 +17,15 @@ the team's trained checkpoint; reused from its work folder, else fine-tuned by t
 Reported per task and student: the dev score and its share of the teacher's; for SST-2 also raw text → label
 throughput on the 872 dev sentences, one sentence per call and batches of 32, float32 (`bert-tf export`'s
 SavedModel, `serving_default`) and int8 (`export --quantize int8`, the raw-text TFLite model), against the float32
-teacher, and the model sizes. Targets (issue 25): the best student ≥ 97% of its teacher's score at ≥ 4× its
+teacher (each model timed in a process of its own, `benchmarks.isolated`, the rounds interleaved), and the model
+sizes. Students distilled by an earlier run are reused (`STUDENTS_FILE` in `quality.WORK_DIR`; delete it to
+distil again). Targets (issue 25): the best student ≥ 97% of its teacher's score at ≥ 4× its
 float32 throughput (batches of 32); with int8 ≥ 12× at ≥ 96%.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import shlex
@@ -35,7 +38,8 @@ import tensorflow as tf
 import bert_tf
 from benchmarks import quality
 from benchmarks.harness import Contender, interleaved, usable_cores
-from benchmarks.report import BenchmarkResult, markdown_table
+from benchmarks.isolated import IsolatedCalls
+from benchmarks.report import BenchmarkResult, markdown_table, run_missing
 from benchmarks.settings import Settings
 from bert_tf_cli import build_parser
 from bert_tf_cli.distill import config_from_args
@@ -81,6 +85,8 @@ STUDENTS = (
     Student("L2/H256 teacher layers + unlabeled", 2, 256, from_teacher=True, unlabeled=True, tasks=("sst2", "conll")),
     Student("L2/H256 teacher layers + augmented", 2, 256, from_teacher=True, augment=4, tasks=("mrpc",)),
 )
+STUDENT_NAMED = {student.name: student for student in STUDENTS}
+STUDENTS_FILE = "distillation_students.json"  # in the work folder: students kept from an earlier run
 
 
 def run(settings: Settings) -> BenchmarkResult:
@@ -102,8 +108,12 @@ def run(settings: Settings) -> BenchmarkResult:
             teacher, training = quality.bert_tf_model(task, settings, work)
             results[task.name] = {"teacher": {"score": _dev_score(teacher), "command": training["command"]},
                                   "students": {}}
-            for student in (student for student in STUDENTS if task.name in student.tasks):
-                results[task.name]["students"][student.name] = distil(task, student, teacher, settings, work, scratch)
+            students = [student for student in STUDENTS if task.name in student.tasks]
+            done = run_missing(work / STUDENTS_FILE, [f"{task.name}|{student.name}" for student in students],
+                               lambda key: distil(task, STUDENT_NAMED[key.split("|")[1]], teacher, settings, work,
+                                                  scratch))
+            results[task.name]["students"] = {student.name: done[f"{task.name}|{student.name}"]
+                                              for student in students}
             if task.name == "sst2":
                 results[task.name]["speed"] = speeds(teacher, results[task.name]["students"], settings, scratch)
     return BenchmarkResult(NAME, markdown(title, tasks, results, settings), {"results": results})
@@ -162,35 +172,47 @@ def _dev_score(model_dir: Path) -> float:
 
 def speeds(teacher: Path, students: dict, settings: Settings, scratch: Path) -> dict:
     """Raw text → label throughput on SST-2 dev sentences, float32 SavedModel and int8 TFLite, for the teacher and
-    each student, one sentence per call and batches of 32; and the models' sizes."""
+    each student, one sentence per call and batches of 32, each model in a process of its own
+    (`benchmarks.isolated`); and the models' sizes."""
     rows = settings.data_file("sst2", "dev.tsv").read_text(encoding="utf-8").splitlines()[1:]
     sentences = [row.split("\t")[0] for row in rows if row]
     if settings.quick:
         sentences = sentences[:64]
     models = {"teacher": Path(teacher), **{name: Path(result["model"]) for name, result in students.items()}}
-    contenders, sizes = [], {}
-    for name, model_dir in models.items():
-        slug = f"m{len(sizes)}"
-        saved = export_saved_model(model_dir, scratch / "exports", slug)
-        signature = tf.saved_model.load(str(saved)).signatures["serving_default"]
-        int8_dir = export_saved_model(model_dir, scratch / "exports", f"{slug}-int8", quantize="int8")
-        tflite = TfliteModel(int8_dir / "model.tflite", num_threads=usable_cores())
-        sizes[name] = {"float32_mb": _megabytes(saved), "int8_mb": _megabytes(int8_dir)}
-        batches = [tf.constant(sentences[start:start + 32]) for start in range(0, len(sentences), 32)]
-        singles = [tf.constant([sentence]) for sentence in sentences[:SINGLE_SENTENCES]]
-        contenders += [
-            Contender(f"{name}|float32|32", lambda s=signature, b=batches: [s(text=batch) for batch in b],
-                      len(sentences)),
-            Contender(f"{name}|int8|32", lambda t=tflite, b=batches: [t.predict_texts(batch.numpy()) for batch in b],
-                      len(sentences)),
-            Contender(f"{name}|float32|1", lambda s=signature, b=singles: [s(text=one) for one in b], len(singles)),
-            Contender(f"{name}|int8|1", lambda t=tflite, b=singles: [t.predict_texts(one.numpy()) for one in b],
-                      len(singles)),
-        ]
-    timings = interleaved(contenders, settings.rounds, max_seconds=settings.max_seconds * 4,
-                          description="distillation speed")
+    items = {"float32|32": len(sentences), "int8|32": len(sentences),
+             "float32|1": min(len(sentences), SINGLE_SENTENCES), "int8|1": min(len(sentences), SINGLE_SENTENCES)}
+    with contextlib.ExitStack() as stack:
+        children = {name: stack.enter_context(IsolatedCalls(model_calls, str(model_dir),
+                                                            str(scratch / "exports" / f"m{index}"), sentences))
+                    for index, (name, model_dir) in enumerate(models.items())}
+        contenders = [Contender(f"{name}|{call}", lambda c=child, k=call: c.run(k), count)
+                      for name, child in children.items() for call, count in items.items()]
+        timings = interleaved(contenders, settings.rounds, max_seconds=settings.max_seconds * 4,
+                              description="distillation speed")
+        sizes = {name: child.info for name, child in children.items()}
     return {"sentences_per_s": {name: timing.median for name, timing in timings.items()}, "sizes": sizes,
             "sentences": len(sentences)}
+
+
+def model_calls(model_dir: str, exports: str, sentences: list[str]) -> tuple[dict, dict]:
+    """In a child process: the model's float32 SavedModel and int8 TFLite exports, the four calls timed (`float32|32`,
+    `int8|32`: every sentence in batches of 32; `float32|1`, `int8|1`: the first `SINGLE_SENTENCES` one per call)
+    and the exports' sizes in MB."""
+    saved = export_saved_model(model_dir, exports, "float32")
+    signature = tf.saved_model.load(str(saved)).signatures["serving_default"]
+    int8_dir = export_saved_model(model_dir, exports, "int8", quantize="int8")
+    tflite = TfliteModel(int8_dir / "model.tflite", num_threads=usable_cores())
+    batches = [np.array(sentences[start:start + 32], dtype=object) for start in range(0, len(sentences), 32)]
+    singles = [np.array([sentence], dtype=object) for sentence in sentences[:SINGLE_SENTENCES]]
+    calls = {
+        "float32|32": lambda: [signature(text=tf.constant(batch)) for batch in batches],
+        "int8|32": lambda: [tflite.predict_texts(batch) for batch in batches],
+        "float32|1": lambda: [signature(text=tf.constant(one)) for one in singles],
+        "int8|1": lambda: [tflite.predict_texts(one) for one in singles],
+    }
+    for call in calls.values():  # the first calls trace and allocate; the harness warms up too
+        call()
+    return calls, {"float32_mb": _megabytes(saved), "int8_mb": _megabytes(int8_dir)}
 
 
 def fastest_keeping(sst2: dict, precision: str) -> tuple[str | None, float]:

@@ -29,7 +29,7 @@ batches of `--reference_batch` (32) sentences, rates in sentences/s. `--enable_b
 `--batching_parameters_file` are the server's request batching (`serving/server/batching.py`);
 `--model_base_path` may hold a TFLite version (`model.tflite`), which the reference then runs. `--preset P
 --quantize Q` serves instead `cpu_serving`'s seeded random classifier of preset P exported with `quantize=Q`
-(int8 answers checked by label), its section named by preset, quantization and batching, so that the runs of one
+(bf16 and int8 answers checked by label: their sums depend on the batch's shape), its section named by preset, quantization and batching, so that the runs of one
 model stand side by side; with batching and sentences, the section checks the target of 64 clients (≥ 0.8× the
 direct call's sentences/s, p99 ≤ batch_timeout + 2 direct calls, no errors). Every answer is compared with the direct call's outputs (a
 different one counts as an error), every request has a 30 s deadline (REST: a socket
@@ -471,9 +471,11 @@ def batching_verdict(args, rows: list[Row]) -> list[str]:
             continue
         ratio, p99 = row.requests_per_s / direct.requests_per_s, row.percentile_ms(99)
         met = ratio >= 0.8 and p99 <= bound_ms and not row.errors
+        little = row.clients / row.requests_per_s * 1e3  # Little's law: the mean latency of closed-loop clients
         lines.append(f"- Target, {row.label}: {ratio:.2f}× the direct call (≥ 0.8), p99 {p99:,.1f} ms (≤ "
                      f"{timeout_ms:g} + 2 × {direct.mean_ms:,.1f} = {bound_ms:,.1f}), {len(row.errors)} errors: "
-                     f"**{'met' if met else 'not met'}**")
+                     f"**{'met' if met else 'not met'}**; at this rate {row.clients} clients that each wait for "
+                     f"their answer have a mean latency of {little:,.1f} ms (Little's law: clients ÷ rate)")
     return lines
 
 
@@ -570,7 +572,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--rounds must be ≥ 1, --requests ≥ --rounds, --clients ≥ 1.")
     if args.preset and args.model_base_path:
         parser.error("--preset builds the model it serves: give it or --model_base_path, not both.")
-    args.same_label = args.same_label or (bool(args.preset) and args.quantize == "int8")
+    args.same_label = args.same_label or (bool(args.preset) and args.quantize != "none")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     command = " ".join(["python -m benchmarks.serving_load", *map(shlex.quote, sys.argv[1:] if argv is None else argv)])
     from benchmarks.machine import machine_info
