@@ -255,7 +255,8 @@ def markdown(title: str, tasks, results: dict, settings: Settings) -> str:
                                f"{sizes[name]['float32_mb']:.1f} / {sizes[name]['int8_mb']:.1f}"])
         speed_lines = [
             "", f"SST-2 raw text → label on the {sst2['speed']['sentences']} dev sentences ({SINGLE_SENTENCES} for one "
-            f"per call), sentences/s (× the float32 teacher at batch 32), {usable_cores()} threads:", "",
+            f"per call), sentences/s (× the float32 teacher at batch 32), {usable_cores()} threads, each model in a process "
+            "of its own (`benchmarks/isolated.py`), the rounds interleaved:", "",
             markdown_table(["model", "% of teacher", "float32, batch 32", "float32, 1 per call", "int8, batch 32",
                             "int8, 1 per call", "MB float32 / int8"], speed_rows)]
         for precision, (min_share, min_speed) in TARGETS.items():

@@ -53,9 +53,11 @@ class IsolatedCalls:
         return value
 
     def close(self) -> None:
-        if self._process.is_alive():
+        try:
             self._connection.send(None)
             self._process.join(timeout=30)
+        except OSError:  # the child has gone already (BrokenPipeError)
+            pass
         if self._process.is_alive():
             self._process.terminate()
         self._connection.close()

@@ -14,7 +14,9 @@ process. Each row sends `--requests` requests from 8 or 64 concurrent clients
 (`--clients`) over REST or gRPC, with a new connection per request (REST: a TCP connection
 sent `Connection: close`; gRPC: a new channel) or with kept-alive connections (one per
 client, opened before the timing starts). Every gRPC channel has its own TCP connection
-(a local subchannel pool), as separate client processes would. The reference row calls
+(a local subchannel pool), as separate client processes would. The `inprocess-kept` rows call the server's
+servable (and batcher) from the client threads of this process, without a network: what serving costs besides
+the front ends. The reference row calls
 `tf.saved_model.load(...).signatures[...]` in this process, one call after another, with
 the same inputs. Rows run interleaved in `--rounds` rounds, so the machine's drift touches
 them alike: compare ratios within one run, not across runs.
@@ -60,8 +62,9 @@ import grpc
 import numpy as np
 
 NAME = "serving_load"  # its RESULTS.md section and results/NAME.json
-MODES = ("rest-new", "rest-kept", "grpc-new", "grpc-kept")
-MODE_NAMES = {"rest": "REST", "grpc": "gRPC", "new": "new per request", "kept": "kept alive"}
+MODES = ("rest-new", "rest-kept", "grpc-new", "grpc-kept", "inprocess-kept")
+MODE_NAMES = {"rest": "REST", "grpc": "gRPC", "new": "new per request", "kept": "kept alive",
+              "inprocess": "in process (the server's servable and batcher, no network)"}
 REQUEST_TIMEOUT_S = 30.0
 OWN_CONNECTION = [("grpc.use_local_subchannel_pool", 1)]
 
@@ -195,6 +198,27 @@ class GrpcTransport:
         connection[0].close()
 
 
+class InProcessTransport:
+    """The server's servable (and batcher, with --enable_batching) in this process, called by the client threads
+    directly: what the server costs besides its network front ends. `check(i, outputs)` as RestTransport's."""
+
+    def __init__(self, servable, signature_name: str, inputs: list[dict], check: Callable[[int, dict], None]):
+        self.servable, self.signature_name = servable, signature_name
+        self.inputs, self.check = inputs, check
+
+    def connect(self):
+        return self.servable  # every client calls the one servable
+
+    def call(self, connection, keep_alive: bool, index: int = 0) -> dict:
+        answer = connection.predict(self.signature_name, self.inputs[index % len(self.inputs)])
+        self.check(index, answer)
+        return answer
+
+    @staticmethod
+    def close(connection) -> None:
+        pass
+
+
 def _describe(error: Exception) -> str:
     if isinstance(error, grpc.RpcError):
         return f"{error.code().name}: {error.details()}"
@@ -226,6 +250,8 @@ class Row:
     def label(self) -> str:
         if self.transport == "direct":
             return "direct call (in process)" + (f", batches of {self.per_call}" if self.per_call > 1 else "")
+        if self.transport == "inprocess":
+            return f"{MODE_NAMES[self.transport]}, {self.clients} clients"
         return f"{MODE_NAMES[self.transport]}, {MODE_NAMES[self.connections]}, {self.clients} clients"
 
     @property
@@ -349,6 +375,7 @@ def load_test(args, base_path: Path, grpc_port: int, rest_port: int, server_pid:
 
     from serving import rest_json
     from serving.client.grpc_client import GrpcClient
+    from serving.server.model_server import batching_parameters
     from serving.server.servable import load_servable
 
     target = f"127.0.0.1:{grpc_port}"
@@ -410,6 +437,11 @@ def load_test(args, base_path: Path, grpc_port: int, rest_port: int, server_pid:
         "grpc": GrpcTransport(target, requests, checker(
             lambda answer: {name: tf.make_ndarray(proto) for name, proto in answer.outputs.items()})),
     }
+    if any(mode.startswith("inprocess") for mode in args.modes):
+        served = load_servable(version, int(version.name),
+                               batching=batching_parameters(args.enable_batching, args.batching_parameters_file))
+        transports["inprocess"] = InProcessTransport(served, args.signature_name, request_inputs,
+                                                     checker(lambda answer: answer))
     for transport in transports.values():  # warm-up; a wrong answer stops the benchmark
         connection = transport.connect()
         try:
@@ -471,7 +503,7 @@ def batching_verdict(args, rows: list[Row]) -> list[str]:
             continue
         ratio, p99 = row.requests_per_s / direct.requests_per_s, row.percentile_ms(99)
         met = ratio >= 0.8 and p99 <= bound_ms and not row.errors
-        little = row.clients / row.requests_per_s * 1e3  # Little's law: the mean latency of closed-loop clients
+        little = row.clients / row.requests_per_s * 1e3 if row.requests_per_s else float("nan")  # Little's law
         lines.append(f"- Target, {row.label}: {ratio:.2f}× the direct call (≥ 0.8), p99 {p99:,.1f} ms (≤ "
                      f"{timeout_ms:g} + 2 × {direct.mean_ms:,.1f} = {bound_ms:,.1f}), {len(row.errors)} errors: "
                      f"**{'met' if met else 'not met'}**; at this rate {row.clients} clients that each wait for "
@@ -493,7 +525,7 @@ def markdown(command: str, args, model: str, rows: list[Row], info: dict, starte
     table = []
     for row in rows:
         rates = [n / s for n, s in zip(row.round_requests, row.round_seconds) if n and s > 0]
-        server_ms = "–" if row.transport == "direct" else _number(row.server_cpu_s / max(row.requests, 1) * 1e3, 2)
+        server_ms = "–" if row.transport in ("direct", "inprocess") else _number(row.server_cpu_s / max(row.requests, 1) * 1e3, 2)
         wall = sum(row.round_seconds) or float("nan")
         busy = f"{_number(row.client_cpu_s / wall, 2)} + {_number(row.server_cpu_s / wall, 2)}"
         table.append([

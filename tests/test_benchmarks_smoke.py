@@ -91,14 +91,14 @@ def test_serving_load_of_a_preset_with_batching_has_its_own_section_and_the_targ
     sentences = tmp_path / "dev.tsv"
     sentences.write_text("a fine day\t1\nthe film was long and dull\t0\n", encoding="utf-8")
     results_md = tmp_path / "RESULTS.md"
-    argv = ["--preset", "tiny", "--sentences", str(sentences), "--modes", "grpc-kept", "--clients", "64",
+    argv = ["--preset", "tiny", "--sentences", str(sentences), "--modes", "grpc-kept", "inprocess-kept", "--clients", "64",
             "--requests", "4", "--rounds", "1", "--warmup", "1", "--enable_batching", "--results", str(results_md)]
     assert serving_load.main(argv) == 0
     text = results_md.read_text(encoding="utf-8")
     assert "BERT-tiny classifier" in text and "server batching on (TF Serving defaults)" in text
     assert "- Target, gRPC, kept alive, 64 clients: " in text
     rows = json.loads((tmp_path / "results" / "serving_load_tiny_none_batching.json").read_text("utf-8"))["rows"]
-    assert [row["errors"] for row in rows] == [0, 0]
+    assert [(row["transport"], row["errors"]) for row in rows] == [("direct", 0), ("grpc", 0), ("inprocess", 0)]
 
 
 def test_learning_rates_records_accuracy_majority_share_and_the_collapse_warning(tmp_path):
