@@ -79,7 +79,7 @@ def test_the_parameters_file_is_tensorflow_servings(tmp_path):
     assert read_batching_parameters(path) == BatchingParameters(32, 2000, 100, 4, (8, 32), True)
     assert BatchingParameters().max_batch_size == 1000 and BatchingParameters().max_enqueued_batches == 10
     shipped = read_batching_parameters(Path(__file__).resolve().parents[1] / "serving" / "batching_parameters.txt")
-    assert (shipped.max_batch_size, shipped.batch_timeout_micros, shipped.num_batch_threads) == (32, 2000, 4)
+    assert (shipped.max_batch_size, shipped.batch_timeout_micros, shipped.num_batch_threads) == (32, 2000, 1)
     path.write_text("max_batch_size: 32\n")
     with pytest.raises(ValueError, match="not a BatchingParameters text proto"):
         read_batching_parameters(path)
