@@ -33,11 +33,14 @@ $(VENV)/.installed-bench: $(VENV)/.installed-test
 demo: install
 	$(BIN)/bert-tf quickstart
 
+# pytest-xdist processes for the tests; each test file runs whole in one of them.
+TEST_WORKERS ?= 2
+
 test: install-test
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile
 
 test-all: install-test
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 bench: install-bench
 	$(BIN)/python -m benchmarks.run

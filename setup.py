@@ -29,6 +29,7 @@ INSTALL_REQUIRES = [
 ]
 TEST_REQUIRES = [
     "pytest==9.2.0",
+    "pytest-xdist==3.8.0",  # `make test` runs the tests in 2 processes
     "tokenizers==0.23.3",
     "torch==2.13.0",  # CPU wheel; only the Hugging Face parity tests need it
     "transformers==5.23.0",
