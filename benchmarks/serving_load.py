@@ -73,12 +73,14 @@ class WrongAnswer(Exception):
     """The server answered, but not what the direct call gives."""
 
 
-def _serve(model_name: str, base_path: str, grpc_threads: int, rest_threads: int, batching: tuple, ready,
-           stop) -> None:
+def _serve(model_name: str, base_path: str, grpc_threads: int, rest_threads: int, batching: tuple, intra_op: int,
+           ready, stop) -> None:
     """Child process: serves the model until `stop` is set; reports (gRPC port, REST port) on `ready`.
-    `batching`: (`--enable_batching`, `--batching_parameters_file`)."""
-    from serving.server.model_server import ModelServer, batching_parameters
+    `batching`: (`--enable_batching`, `--batching_parameters_file`); `intra_op`: the server's
+    `--tensorflow_intra_op_parallelism`."""
+    from serving.server.model_server import ModelServer, batching_parameters, set_tensorflow_threads
 
+    set_tensorflow_threads(intra_op, 0)
     with ModelServer(
         model_name, base_path, poll_wait_s=0, grpc_max_threads=grpc_threads, rest_num_threads=rest_threads,
         batching=batching_parameters(*batching),
@@ -470,10 +472,11 @@ def load_test(args, base_path: Path, grpc_port: int, rest_port: int, server_pid:
 
 
 def section_name(args) -> str:
-    """`serving_load`, or with `--preset` one section per preset, quantization and batching."""
+    """`serving_load`, or with `--preset` one section per preset, quantization, batching and intra-op threads."""
     if not args.preset:
         return NAME
-    return f"{NAME}_{args.preset}_{args.quantize}_{'batching' if args.enable_batching else 'unbatched'}"
+    intra_op = f"_intra{args.tensorflow_intra_op_parallelism}" if args.tensorflow_intra_op_parallelism else ""
+    return f"{NAME}_{args.preset}_{args.quantize}_{'batching' if args.enable_batching else 'unbatched'}{intra_op}"
 
 
 def preset_base_path(preset: str, quantize: str, scratch: Path) -> tuple[Path, str]:
@@ -554,7 +557,10 @@ def markdown(command: str, args, model: str, rows: list[Row], info: dict, starte
         + (f"; server batching on ({args.batching_parameters_file or 'TF Serving defaults'})"
            if args.enable_batching else "; server batching off"),
         f"- Set-up: development server (`serving/server/model_server.py`) in a child process on 127.0.0.1 with "
-        f"{args.grpc_max_threads} gRPC threads and {args.rest_api_num_threads} REST workers; clients are threads of "
+        f"{args.grpc_max_threads} gRPC threads and {args.rest_api_num_threads} REST workers"
+        + (f", TensorFlow intra-op threads {args.tensorflow_intra_op_parallelism}"
+           if args.tensorflow_intra_op_parallelism else "")
+        + "; clients are threads of "
         f"the benchmark process; {args.requests:,} requests per row in {args.rounds} interleaved rounds"
         + (f" (**stopped by --max_seconds {args.max_seconds:g}**)" if stopped else "")
         + "; the direct call is one caller, call after call, with the server idle. Client CPU is this process's "
@@ -596,6 +602,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batching_parameters_file", default="", help="the server's batching parameters")
     parser.add_argument("--grpc_max_threads", type=int, default=8, help="the server's (default 8, as `serve`)")
     parser.add_argument("--rest_api_num_threads", type=int, default=8, help="the server's (default 8, as `serve`)")
+    parser.add_argument("--tensorflow_intra_op_parallelism", type=int, default=0,
+                        help="the server's (default 0: one thread per core, as `serve`)")
     parser.add_argument("--results", type=Path, help="RESULTS.md to write (default benchmarks/RESULTS.md); "
                         "results/serving_load.json beside it")
     parser.add_argument("--no_record", action="store_true", help="print only; write no results")
@@ -628,7 +636,8 @@ def main(argv: list[str] | None = None) -> int:
         server = context.Process(
             target=_serve,
             args=(args.model_name, str(base_path), args.grpc_max_threads, args.rest_api_num_threads,
-                  (args.enable_batching, args.batching_parameters_file), ready, stop),
+                  (args.enable_batching, args.batching_parameters_file), args.tensorflow_intra_op_parallelism,
+                  ready, stop),
             daemon=True,
         )
         server.start()

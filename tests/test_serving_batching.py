@@ -2,8 +2,11 @@
 into model calls with each caller's own rows, large requests split, a full queue refused at once, a bad request
 failing alone, deadlines; then a real server under concurrent gRPC and REST clients, and a TFLite version."""
 
+import argparse
 import json
 import logging
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -20,7 +23,7 @@ from concurrent_clients import run_clients
 from serving.export.saved_model import export_saved_model
 from serving.server.batching import Batcher, BatchingParameters, read_batching_parameters
 from serving.server.errors import ServingError
-from serving.server.model_server import ModelServer, batching_parameters
+from serving.server.model_server import ModelServer, add_arguments, batching_parameters, set_tensorflow_threads
 from serving.server.servable import load_servable
 from tiny_exports import TEXTS, tiny_encoder, write_vocab
 
@@ -236,3 +239,20 @@ def test_a_tflite_version_batches_too(tmp_path):
         np.testing.assert_allclose(result, want, atol=0.02, rtol=0)
         assert result.argmax() == want.argmax()
     batched.close()
+
+
+def test_tensorflow_thread_flags_set_the_servers_thread_pools():
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--tensorflow_intra_op_parallelism", "1", "--tensorflow_inter_op_parallelism", "2"])
+    assert (args.tensorflow_intra_op_parallelism, args.tensorflow_inter_op_parallelism) == (1, 2)
+    assert parser.parse_args([]).tensorflow_intra_op_parallelism == 0  # TensorFlow's choice, as in TF Serving
+    with pytest.raises(ValueError, match="must be ≥ 0"):
+        set_tensorflow_threads(-1, 0)
+    code = ("from serving.server.model_server import set_tensorflow_threads; set_tensorflow_threads(1, 2); "
+            "import tensorflow as tf; t = tf.config.threading; "
+            "print(t.get_intra_op_parallelism_threads(), t.get_inter_op_parallelism_threads())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["1", "2"]

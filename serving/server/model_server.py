@@ -17,7 +17,8 @@ The command takes the flags of `tensorflow_model_server` (`--port`, `--rest_api_
 `--max_num_load_retries`, `--load_retry_interval_micros`,
 `--allow_version_labels_for_unavailable_models`, `--grpc_max_threads`,
 `--grpc_channel_arguments`, `--rest_api_num_threads`, `--rest_api_timeout_in_ms`,
-`--enable_batching`, `--batching_parameters_file`: `serving.server.batching`), with
+`--enable_batching`, `--batching_parameters_file`: `serving.server.batching`,
+`--tensorflow_intra_op_parallelism`, `--tensorflow_inter_op_parallelism`), with
 their defaults, plus `--host` (default 127.0.0.1: only this machine),
 `--max_batch_size` (default 512 rows; the official server sets it in its batching
 parameters file), `--max_request_text_bytes` (default 1 MiB) and `--rest_api_max_body_bytes`
@@ -317,6 +318,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rest_api_max_body_bytes", type=int, default=DEFAULT_REST_MAX_BODY_BYTES,
         help=f"refuse larger REST bodies with 413 (default {DEFAULT_REST_MAX_BODY_BYTES}: 32 MiB)",
     )
+    parser.add_argument(
+        "--tensorflow_intra_op_parallelism", type=int, default=0,
+        help="threads one TensorFlow op of a SavedModel may use (default 0: one per core); with request batching, "
+        "1 and num_batch_threads = cores keeps batches from stalling each other",
+    )
+    parser.add_argument("--tensorflow_inter_op_parallelism", type=int, default=0,
+                        help="TensorFlow ops run at once (default 0: TensorFlow's choice)")
+
+
+def set_tensorflow_threads(intra_op: int, inter_op: int) -> None:
+    """TensorFlow Serving's `--tensorflow_intra_op_parallelism` and `--tensorflow_inter_op_parallelism` (0: TensorFlow's
+    choice), for this process's SavedModels (TFLite versions use LiteRT's threads); call it before any model loads.
+
+    >>> set_tensorflow_threads(1, 0)  # doctest: +SKIP
+    """
+    if intra_op < 0 or inter_op < 0:
+        raise ValueError("--tensorflow_intra_op_parallelism and --tensorflow_inter_op_parallelism must be ≥ 0.")
+    import tensorflow as tf
+
+    if intra_op:
+        tf.config.threading.set_intra_op_parallelism_threads(intra_op)
+    if inter_op:
+        tf.config.threading.set_inter_op_parallelism_threads(inter_op)
 
 
 def batching_parameters(enable_batching: bool, parameters_file: str):
@@ -337,6 +361,7 @@ def run(args: argparse.Namespace) -> None:
     if args.model_config_file and args.model_base_path:
         logger.warning("--model_config_file given: --model_name and --model_base_path are ignored.")
     batching = batching_parameters(args.enable_batching, args.batching_parameters_file)
+    set_tensorflow_threads(args.tensorflow_intra_op_parallelism, args.tensorflow_inter_op_parallelism)
     server = ModelServer(
         args.model_name,
         args.model_base_path,
