@@ -210,8 +210,6 @@ def model_calls(model_dir: str, exports: str, sentences: list[str]) -> tuple[dic
         "float32|1": lambda: [signature(text=tf.constant(one)) for one in singles],
         "int8|1": lambda: [tflite.predict_texts(one) for one in singles],
     }
-    for call in calls.values():  # the first calls trace and allocate; the harness warms up too
-        call()
     return calls, {"float32_mb": _megabytes(saved), "int8_mb": _megabytes(int8_dir)}
 
 

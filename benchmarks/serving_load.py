@@ -14,9 +14,9 @@ process. Each row sends `--requests` requests from 8 or 64 concurrent clients
 (`--clients`) over REST or gRPC, with a new connection per request (REST: a TCP connection
 sent `Connection: close`; gRPC: a new channel) or with kept-alive connections (one per
 client, opened before the timing starts). Every gRPC channel has its own TCP connection
-(a local subchannel pool), as separate client processes would. The `inprocess-kept` rows call the server's
-servable (and batcher) from the client threads of this process, without a network: what serving costs besides
-the front ends. The reference row calls
+(a local subchannel pool), as separate client processes would. The `inprocess-kept` rows call the
+server's servable (and batcher) from the client threads of this process, without a network: what
+serving costs besides the front ends. The reference row calls
 `tf.saved_model.load(...).signatures[...]` in this process, one call after another, with
 the same inputs. Rows run interleaved in `--rounds` rounds, so the machine's drift touches
 them alike: compare ratios within one run, not across runs.
@@ -29,12 +29,14 @@ the i-th sentence (cycling), its answer compared with that sentence sent alone (
 same label with `--same_label`, for int8); the reference row is then the in-process call on
 batches of `--reference_batch` (32) sentences, rates in sentences/s. `--enable_batching` and
 `--batching_parameters_file` are the server's request batching (`serving/server/batching.py`);
-`--model_base_path` may hold a TFLite version (`model.tflite`), which the reference then runs. `--preset P
---quantize Q` serves instead `cpu_serving`'s seeded random classifier of preset P exported with `quantize=Q`
-(bf16 and int8 answers checked by label: their sums depend on the batch's shape), its section named by preset, quantization and batching, so that the runs of one
-model stand side by side; with batching and sentences, the section checks the target of 64 clients (≥ 0.8× the
-direct call's sentences/s, p99 ≤ batch_timeout + 2 direct calls, no errors). Every answer is compared with the direct call's outputs (a
-different one counts as an error), every request has a 30 s deadline (REST: a socket
+`--model_base_path` may hold a TFLite version (`model.tflite`), which the reference then runs.
+`--preset P --quantize Q` serves instead `cpu_serving`'s seeded random classifier of preset P
+exported with `quantize=Q` (bf16 and int8 answers checked by label: their sums depend on the
+batch's shape), its section named by preset, quantization, batching and
+`--tensorflow_intra_op_parallelism`, so that the runs of one model stand side by side; with
+batching and sentences, the section checks the target of 64 clients (≥ 0.8× the direct call's
+sentences/s, p99 ≤ batch_timeout + 2 direct calls, no errors). Every answer is compared with the
+direct call's outputs (a different one counts as an error), every request has a 30 s deadline (REST: a socket
 timeout), and the timed part stops at `--max_seconds`. CPU time per request is read from
 /proc (Linux). The section `serving_load` of benchmarks/RESULTS.md (and
 results/serving_load.json) is replaced on each run.
@@ -528,7 +530,8 @@ def markdown(command: str, args, model: str, rows: list[Row], info: dict, starte
     table = []
     for row in rows:
         rates = [n / s for n, s in zip(row.round_requests, row.round_seconds) if n and s > 0]
-        server_ms = "–" if row.transport in ("direct", "inprocess") else _number(row.server_cpu_s / max(row.requests, 1) * 1e3, 2)
+        in_this_process = row.transport in ("direct", "inprocess")  # the child server did not answer it
+        server_ms = "–" if in_this_process else _number(row.server_cpu_s / max(row.requests, 1) * 1e3, 2)
         wall = sum(row.round_seconds) or float("nan")
         busy = f"{_number(row.client_cpu_s / wall, 2)} + {_number(row.server_cpu_s / wall, 2)}"
         table.append([
