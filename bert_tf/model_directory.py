@@ -107,9 +107,12 @@ def load_model_directory(path: str | Path) -> ModelDirectory:
     """
     import keras
 
+    from bert_tf.layers.initializer import weights_loaded_next
+
     directory = resolve_model_directory(path)
     try:
-        model = keras.saving.load_model(directory / MODEL_FILE, safe_mode=True)
+        with weights_loaded_next():
+            model = keras.saving.load_model(directory / MODEL_FILE, safe_mode=True)
     except Exception as error:  # an untrusted file: whatever Keras makes of it is one line, never a traceback
         reason = str(error).strip().split("\n")[0].split(". ")[0]
         raise ValueError(f"{directory / MODEL_FILE} was refused: it is not a model bert-tf wrote, or it asks to run "

@@ -21,6 +21,8 @@ from __future__ import annotations
 import keras
 import numpy as np
 
+from bert_tf.layers.initializer import weights_loaded_next
+
 PRECISIONS = ("float32", "mixed_bfloat16", "bfloat16")
 
 
@@ -32,10 +34,11 @@ def with_precision(model: keras.Model, policy: str) -> keras.Model:
     previous = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy(policy)
     try:
-        copy = type(model).from_config(config)
+        with weights_loaded_next():
+            copy = type(model).from_config(config)
+            copy(_example_inputs(), training=False)  # builds the variables, in the same order as the original's
     finally:
         keras.mixed_precision.set_global_policy(previous)
-    copy(_example_inputs(), training=False)  # builds the variables, in the same order as the original's
     copy.set_weights(model.get_weights())
     return copy
 

@@ -14,12 +14,14 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import keras
 import tensorflow as tf
 
 from bert_tf.checkpoints import assign_weights, read_checkpoint
+from bert_tf.layers.initializer import weights_loaded_next
 from bert_tf.layers.masked_lm_head import MaskedLMHead
 from bert_tf.layers.next_sentence_head import NextSentenceHead
 from bert_tf.model import INPUT_NAMES, BertModel
@@ -159,7 +161,8 @@ class BertPretrainer(keras.Model):
         pre-training checkpoints do); otherwise they start from random values (logged).
         """
         contents = read_checkpoint(path_or_preset)
-        pretrainer = cls(BertModel(contents.config))
+        with weights_loaded_next() if contents.head_weights() else contextlib.nullcontext():
+            pretrainer = cls(BertModel(contents.config))
         variables = pretrainer.google_weights()
         if not contents.head_weights():
             logger.warning("%s has no pre-training heads (cls/*); they start from random values.", contents.source)

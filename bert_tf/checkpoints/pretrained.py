@@ -88,10 +88,12 @@ def from_pretrained(path_or_preset, config: BertConfig | None = None):
     has no vocabulary or does not record its casing). `config`, if given, must agree with
     the weights; any disagreement is an error, never a partial load.
     """
+    from bert_tf.layers.initializer import weights_loaded_next
     from bert_tf.model import BertModel
 
     contents = read_checkpoint(path_or_preset)
-    model = BertModel(config or contents.config)
+    with weights_loaded_next():
+        model = BertModel(config or contents.config)
     unused = assign_weights(model.google_weights(), contents, what="BertModel")
     heads = [name for name in unused if name.startswith("cls/")]
     if heads:

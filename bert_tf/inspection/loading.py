@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 from pathlib import Path
@@ -21,6 +22,7 @@ from pathlib import Path
 from bert_tf.checkpoints import assign_weights, check_vocabulary_fits, read_checkpoint
 from bert_tf.config import check_sequence_length
 from bert_tf.inspection.exported_encoder import ExportedEncoder, is_saved_model
+from bert_tf.layers.initializer import weights_loaded_next
 from bert_tf.model import BertModel
 from bert_tf.model_directory import is_bert_tf_directory, load_model_directory
 from bert_tf.pretrainer import BertPretrainer
@@ -103,11 +105,13 @@ def _read_any_checkpoint(path):
     neither): what is absent keeps its random initial values, with a warning for the pooler.
     """
     contents = read_checkpoint(path)
-    encoder = BertModel(contents.config)
-    pretrainer = BertPretrainer(encoder) if contents.head_weights(MLM_HEAD_PREFIX) else None
-    variables = (pretrainer or encoder).google_weights()
-    optional = [NSP_HEAD_PREFIX, POOLER_PREFIX] if pretrainer else [POOLER_PREFIX]
+    has_heads = bool(contents.head_weights(MLM_HEAD_PREFIX))
+    optional = [NSP_HEAD_PREFIX, POOLER_PREFIX] if has_heads else [POOLER_PREFIX]
     absent = [prefix for prefix in optional if not contents.head_weights(prefix)]
+    with contextlib.nullcontext() if absent else weights_loaded_next():  # what is absent keeps random values
+        encoder = BertModel(contents.config)
+        pretrainer = BertPretrainer(encoder) if has_heads else None
+    variables = (pretrainer or encoder).google_weights()
     variables = {name: variable for name, variable in variables.items() if not name.startswith(tuple(absent))}
     if POOLER_PREFIX in absent:
         logger.warning("%s has no pooler weights: the pooled output is random; use another pooling than 'pooled'.",
