@@ -45,7 +45,7 @@ from bert_tf.inspection.loading import load_inspection_model
 from bert_tf.optimization import create_optimizer
 from bert_tf.text_files import existing_file, utf8_lines
 from bert_tf.tokenizer import BertTokenizer
-from bert_tf.training.progress import TextProgressCallback, is_terminal
+from bert_tf.progress import TextProgressCallback, is_terminal
 from bert_tf.vocabulary import read_vocab_file, resolve_lower_case
 from pipelines.augmentation import augment_texts
 from pipelines.finetune_config import FinetuneConfig

@@ -1,11 +1,11 @@
-"""Progress written to a file: plain, flushed lines at a steady pace (`bert_tf.training.progress`), from fine-tuning
+"""Progress written to a file: plain, flushed lines at a steady pace (`bert_tf.progress`), from fine-tuning
 and pre-training alike; a terminal keeps Keras' bar."""
 
 import io
 import re
 
-from bert_tf.training import progress as progress_module
-from bert_tf.training.progress import TextProgress
+from bert_tf import progress as progress_module
+from bert_tf.progress import TextProgress
 
 
 class Clock:
