@@ -1,10 +1,11 @@
 """Progress of a long run that writes to a file: plain lines at a steady pace, not a terminal's bar.
 
-Keras' bar redraws one line with carriage returns and colour codes; written to a log file or a pipe
-it is one unreadable line, and with Python's block buffering it may arrive only when the run ends.
-Where the output is not a terminal, `TextProgress` prints a flushed line at most every
-`INTERVAL_SECONDS` (and at the last step): the step, the share done, examples/s, the metrics and the
-time left. In a terminal the callers keep Keras' bar.
+Keras' and tqdm's bars redraw one line with carriage returns and colour codes; written to a log file
+or a pipe they are one unreadable line, and with Python's block buffering they may arrive only when
+the run ends. Where the output is not a terminal, `TextProgress` (training steps) and `progress_bar`
+(tqdm's arguments; counting, embedding, predicting) print a flushed line at most every
+`INTERVAL_SECONDS` and one at the end: the share done, the rate and the time left. In a terminal
+(or a notebook) the callers keep Keras' and tqdm's bars.
 
 Example:
     >>> import io
@@ -12,6 +13,10 @@ Example:
     >>> progress = TextProgress(total_steps=4, examples_per_step=32, stream=out, interval_seconds=0)
     >>> progress.update(2, {"loss": 0.6931})
     >>> out.getvalue().startswith("step 2/4 (50%), ")
+    True
+    >>> for batch in progress_bar(range(3), desc="predicting", unit="batch", file=out):
+    ...     pass
+    >>> out.getvalue().splitlines()[-1].startswith("predicting: 100% (3/3 batch)")
     True
 """
 
@@ -21,8 +26,11 @@ import sys
 import time
 
 import keras
+import tqdm.auto
+import tqdm.std
 
 INTERVAL_SECONDS = 30.0
+LINE_FORMAT = "{desc}: {percentage:.0f}% ({n_fmt}/{total_fmt} {unit}), {rate_fmt}{postfix}, {remaining} left"
 
 
 def is_terminal(stream=None) -> bool:
@@ -80,3 +88,36 @@ class TextProgressCallback(keras.callbacks.Callback):
         loss = (logs or {}).get("loss")
         self.progress.update(self.epoch * self.steps_per_epoch + batch + 1,
                              {"loss": float(loss)} if loss is not None else None)
+
+
+def progress_bar(iterable=None, *, file=None, **options):
+    """tqdm's bar (`tqdm.auto`, the same arguments) in a terminal or a notebook; `LineProgress` for a
+    file or a pipe. `file` defaults to stderr, as tqdm's."""
+    if is_terminal(file or sys.stderr) or "ipykernel" in sys.modules:
+        return tqdm.auto.tqdm(iterable, file=file, **options)
+    return LineProgress(iterable, file=file or sys.stderr, **options)
+
+
+class LineProgress(tqdm.std.tqdm):
+    """tqdm writing its status as plain, flushed lines: at most one every `INTERVAL_SECONDS`, one at the end."""
+
+    def __init__(self, iterable=None, **options):
+        total = options.get("total", len(iterable) if hasattr(iterable, "__len__") else None)
+        options.setdefault("mininterval", INTERVAL_SECONDS)
+        options.setdefault("maxinterval", max(INTERVAL_SECONDS, options["mininterval"]))
+        if total is not None:  # without a total, tqdm's own line has no bar: "writing: 30batch [00:12, 2.50batch/s]"
+            options.setdefault("bar_format", LINE_FORMAT)
+        super().__init__(iterable, **options)
+
+    def display(self, msg=None, pos=None):
+        if msg == "":  # tqdm clearing its bar: a file keeps its lines
+            return False
+        self.fp.write(" ".join((str(self) if msg is None else msg).split()) + "\n")  # tqdm pads its rates
+        self.fp.flush()
+        return True
+
+    def close(self):
+        if not self.disable:
+            self.display()  # the final state, once, whatever `leave` says
+        self.leave = False
+        super().close()

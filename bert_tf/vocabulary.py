@@ -30,7 +30,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib
-from tqdm.auto import tqdm
+from bert_tf.progress import progress_bar
 
 from bert_tf.text_files import first_non_utf8_byte, not_utf8_error, not_utf8_message
 from bert_tf.text_normalization import character_table, split_words
@@ -281,7 +281,7 @@ def _learn_word_pieces(counts: dict[str, int], size: int, reserved: list[str], m
                                        params.max_input_tokens)
     most_tries = (upper - lower + 1).bit_length()  # of a binary search over [lower, upper]
     best = None  # (tokens, count) of the try nearest to `size` from below
-    with tqdm(total=most_tries, desc="learning word pieces", unit="try", disable=not progress) as bar:
+    with progress_bar(total=most_tries, desc="learning word pieces", unit="try", disable=not progress) as bar:
         while lower <= upper:
             count = (lower + upper) // 2
             tokens = learner.learn_with_thresh(words, count, params)
@@ -311,7 +311,7 @@ def _count_words(paths: list[Path], table, progress: bool, lines_per_batch: int 
     counts: collections.Counter = collections.Counter()
     signs = {path: _TextSigns() for path in paths}
     total_bytes = sum(p.stat().st_size for p in paths)
-    with tqdm(total=total_bytes, unit="B", unit_scale=True, desc="counting words", disable=not progress) as bar:
+    with progress_bar(total=total_bytes, unit="B", unit_scale=True, desc="counting words", disable=not progress) as bar:
         for path in paths:
             with path.open("rb") as file:
                 while batch := [line for _, line in zip(range(lines_per_batch), file)]:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Sequence
 
 import syntok.segmenter
-from tqdm.auto import tqdm
+from bert_tf.progress import progress_bar
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +80,8 @@ def prepare_corpus(
     out_dir.mkdir(parents=True, exist_ok=True)
     reports = []
     total_bytes = sum(p.stat().st_size for p in sources)
-    with tqdm(total=total_bytes, unit="B", unit_scale=True, desc="preparing corpus", disable=not progress) as bar:
+    with progress_bar(total=total_bytes, unit="B", unit_scale=True, desc="preparing corpus",
+                      disable=not progress) as bar:
         for source in sources:
             text, replaced = read_raw_text(source, encoding)
             if replaced:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import keras
 import numpy as np
 import tensorflow as tf
-from tqdm.auto import tqdm
+from bert_tf.progress import progress_bar
 
 
 def predict_examples(model: keras.Model, batches: tf.data.Dataset, per_position: bool, progress: bool = False) -> list:
@@ -26,7 +26,8 @@ def predict_examples(model: keras.Model, batches: tf.data.Dataset, per_position:
     """
     examples = []
     total = int(batches.cardinality()) if batches.cardinality() >= 0 else None
-    for element in tqdm(batches, total=total, desc="predicting", unit="batch", disable=not progress, leave=False):
+    shown = progress_bar(batches, total=total, desc="predicting", unit="batch", disable=not progress, leave=False)
+    for element in shown:
         features = element[0] if isinstance(element, tuple) else element
         outputs = model.predict_on_batch(features)
         lengths = np.asarray(features["input_mask"]).sum(axis=1)

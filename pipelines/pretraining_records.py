@@ -18,7 +18,7 @@ from typing import Sequence
 
 import numpy as np
 import tensorflow as tf
-from tqdm.auto import tqdm
+from bert_tf.progress import progress_bar
 
 # Our feature name → google-research/bert's.
 GOOGLE_NAMES = {
@@ -36,7 +36,8 @@ def write_pretraining_records(dataset: tf.data.Dataset, path: str, progress: boo
     """Writes every example of a (batched) features dataset to one TFRecord file; returns the count."""
     count = 0
     with tf.io.TFRecordWriter(str(path)) as writer:
-        for batch in tqdm(dataset.as_numpy_iterator(), desc=f"writing {path}", unit="batch", disable=not progress):
+        batches = progress_bar(dataset.as_numpy_iterator(), desc=f"writing {path}", unit="batch", disable=not progress)
+        for batch in batches:
             for row in range(len(batch["input_word_ids"])):
                 feature = {}
                 for name, google_name in GOOGLE_NAMES.items():

@@ -61,3 +61,63 @@ def test_pretraining_into_a_file_prints_steps_not_a_bar(tmp_path, capsys, monkey
     assert [line.split(" (")[0] for line in lines] == ["step 2/4", "step 4/4"]
     assert all(re.search(r"mlm_loss \S+, nsp_loss \S+", line) for line in lines)
 
+
+
+def test_a_bar_into_a_file_is_plain_lines_at_the_interval_and_at_the_end(monkeypatch):
+    from bert_tf.progress import progress_bar
+
+    clock = Clock()
+    monkeypatch.setattr("tqdm.std.time", clock)
+    monkeypatch.setattr(progress_module, "INTERVAL_SECONDS", 30.0)
+    out = io.StringIO()
+    with progress_bar(total=100, desc="embedding", unit="text", file=out) as bar:
+        for _ in range(100):
+            clock.now += 1.0  # one text per second
+            bar.update(1)
+    assert "\x1b" not in out.getvalue() and "\r" not in out.getvalue()
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("embedding: 0% (0/100 text)")
+    assert [line.split(" (")[0] for line in lines[1:]] == ["embedding: 30%", "embedding: 60%", "embedding: 90%",
+                                                           "embedding: 100%"]
+    assert lines[1] == "embedding: 30% (30/100 text), 1.00text/s, 01:10 left"
+
+
+def test_a_bar_without_a_total_and_one_that_is_disabled():
+    from bert_tf.progress import progress_bar
+
+    out = io.StringIO()
+    assert list(progress_bar(iter(range(3)), desc="writing", unit="batch", file=out)) == [0, 1, 2]
+    assert out.getvalue().splitlines()[-1].startswith("writing: 3batch [")
+    quiet = io.StringIO()
+    assert list(progress_bar(range(3), file=quiet, disable=True)) == [0, 1, 2] and quiet.getvalue() == ""
+
+
+def test_a_terminal_keeps_the_bar():
+    from bert_tf.progress import progress_bar
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    out = Terminal()
+    list(progress_bar(range(3), desc="predicting", file=out))
+    assert "\r" in out.getvalue() and "|" in out.getvalue()
+
+
+def test_predicting_into_a_file_prints_lines_not_a_bar(capsys, monkeypatch):
+    import numpy as np
+    import tensorflow as tf
+
+    import bert_tf
+    from pipelines.model_outputs import predict_examples
+    from tiny_exports import tiny_encoder
+
+    monkeypatch.setattr(progress_module, "INTERVAL_SECONDS", 0.0)
+    ids = np.ones([6, 5], np.int32)
+    batches = tf.data.Dataset.from_tensor_slices(
+        {"input_word_ids": ids, "input_mask": ids, "input_type_ids": 0 * ids}).batch(2)
+    classifier = bert_tf.BertClassifier(tiny_encoder(), num_classes=2)
+    assert len(predict_examples(classifier, batches, per_position=False, progress=True)) == 6
+    printed = capsys.readouterr().err  # pytest's captured stderr is not a terminal
+    assert "\r" not in printed and "\x1b" not in printed
+    assert printed.splitlines()[-1].startswith("predicting: 100% (3/3 batch)")

@@ -33,7 +33,7 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 import tensorflow as tf
-from tqdm.auto import tqdm
+from bert_tf.progress import progress_bar
 
 from bert_tf.config import check_sequence_length
 from bert_tf.inspection.exported_encoder import ExportedEncoder
@@ -212,7 +212,7 @@ class TextEmbedder:
             batches = (prepare(*(tf.constant(column[start:start + batch_size], tf.string) for column in columns))
                        for start in range(0, len(texts), batch_size))
         truncated, seen = [], 0
-        with tqdm(total=total, unit="text", desc="embedding", disable=not progress) as bar:
+        with progress_bar(total=total, unit="text", desc="embedding", disable=not progress) as bar:
             for batch in batches:
                 too_long = np.flatnonzero(batch["truncated"].numpy())
                 truncated.extend((seen + too_long + 1).tolist())
