@@ -65,8 +65,26 @@ def resolve_model_directory(path: str | Path) -> Path:
             f"{run}/model at its end. Run `bert-tf pretrain --out {run} ...` again to resume and finish it.")
     if not path.exists():
         raise FileNotFoundError(f"Model directory not found: {path}")
+    version = _exported_version(path)
+    if version is not None:
+        raise FileNotFoundError(
+            f"{path} is an export for serving (version {version.name} of {version.parent}), not a model directory: "
+            f"serve it (`bert-tf serve --model_base_path {version.parent} --model_name NAME`) and ask with "
+            "`--server`, or give the model directory it was exported from.")
     raise FileNotFoundError(f"{path} is not a bert-tf model directory (no {MODEL_FILE}); write one with "
                             "bert_tf.save_pretrained or `bert-tf finetune`, or convert a checkpoint with `bert-tf convert`.")
+
+
+def _exported_version(path: Path) -> Path | None:
+    """The serving version `path` is or holds (`bert-tf export`'s N/ with a SavedModel or model.tflite), if any."""
+    def is_version(folder: Path) -> bool:
+        return folder.name.isdigit() and any((folder / name).is_file() for name in ("saved_model.pb", "model.tflite"))
+
+    if not path.is_dir():
+        return None
+    if is_version(path):
+        return path
+    return max((child for child in path.iterdir() if is_version(child)), key=lambda child: int(child.name), default=None)
 
 
 @dataclasses.dataclass
