@@ -54,9 +54,10 @@ class TfliteModel:
             num_threads=num_threads,
         )
         # LiteRT prints "INFO: Created TensorFlow Lite XNNPACK delegate for CPU." as it prepares the model;
-        # dropped while TensorFlow's INFO logging is off (TF_CPP_MIN_LOG_LEVEL >= 1, as the quiet CLI sets it).
-        quiet = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0") not in ("", "0")
-        with native_lines_dropped(LITERT_INFO_LINE) if quiet else contextlib.nullcontext():
+        # dropped unless TensorFlow's every log line is asked for (TF_CPP_MIN_LOG_LEVEL=0, as `bert-tf -v` sets
+        # it), the rule of TensorFlow's start-up lines (bert_tf/native_stderr.py).
+        verbose = os.environ.get("TF_CPP_MIN_LOG_LEVEL") == "0"
+        with contextlib.nullcontext() if verbose else native_lines_dropped(LITERT_INFO_LINE):
             self.interpreter.allocate_tensors()
         self.signatures = self.interpreter.get_signature_list()
 

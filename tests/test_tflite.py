@@ -2,6 +2,10 @@
 SavedModel's token ids and outputs, quantization shrinks the file, and (with the team data) the
 raw-text model tokenizes every SST-2 dev sentence as the SavedModel does."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -79,6 +83,18 @@ def test_text_model_matches_the_saved_model(text_tflite, saved_model, capsys):
     assert runner_main([str(text_tflite.path), TEXTS[0]]) == 0
     label, probability, text = capsys.readouterr().out.strip().split("\t")
     assert (label, text) == (LABELS[expected[0].argmax()], TEXTS[0]) and abs(float(probability) - expected[0].max()) < 1e-3
+
+
+def test_the_runner_is_quiet_by_default_and_verbose_on_request(text_tflite):
+    """`python -m serving.tflite_runner`, as a user runs it (no TF_CPP_MIN_LOG_LEVEL): the answer, and no LiteRT or
+    TensorFlow notices; TF_CPP_MIN_LOG_LEVEL=0 keeps them."""
+    environment = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+    command = [sys.executable, "-m", "serving.tflite_runner", str(text_tflite.path), TEXTS[0]]
+    result = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=300, check=True)
+    assert result.stdout.endswith(f"\t{TEXTS[0]}\n") and result.stderr == ""
+    verbose = subprocess.run(command, capture_output=True, text=True, env={**environment, "TF_CPP_MIN_LOG_LEVEL": "0"},
+                             timeout=300, check=True)
+    assert "INFO: Created TensorFlow Lite XNNPACK delegate" in verbose.stderr
 
 
 def test_text_model_gets_the_texts_the_saved_model_tokenizes(classifier_dir, tmp_path):
