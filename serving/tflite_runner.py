@@ -16,6 +16,7 @@ Example:
     [('positive', 0.91), ('negative', 0.84)]
 
     $ python -m serving.tflite_runner sst2.tflite "a fine film" "dull"
+    $ python -m serving.tflite_runner sst2.tflite - < sentences.txt
 """
 
 from __future__ import annotations
@@ -184,10 +185,11 @@ def main(argv: list[str] | None = None) -> int:
     """`python -m serving.tflite_runner MODEL.tflite TEXT ...`: prints each text's label and probability."""
     parser = argparse.ArgumentParser(prog="python -m serving.tflite_runner", description=main.__doc__)
     parser.add_argument("model", help="a raw-text classifier .tflite file (export --format tflite --tflite-input text)")
-    parser.add_argument("texts", nargs="+", help="texts to classify")
+    parser.add_argument("texts", nargs="+", help="texts to classify; - reads them from stdin, one per line")
     args = parser.parse_args(argv)
+    texts = [line.rstrip("\n") for line in sys.stdin if line.strip()] if args.texts == ["-"] else args.texts
     try:
-        for text, (label, probability) in zip(args.texts, TfliteModel(args.model).classify(args.texts)):
+        for text, (label, probability) in zip(texts, TfliteModel(args.model).classify(texts)):
             print(f"{label}\t{probability:.4f}\t{text}")
     except (FileNotFoundError, ValueError) as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)

@@ -2,6 +2,7 @@
 SavedModel's token ids and outputs, quantization shrinks the file, and (with the team data) the
 raw-text model tokenizes every SST-2 dev sentence as the SavedModel does."""
 
+import io
 import os
 import subprocess
 import sys
@@ -69,7 +70,7 @@ def test_ids_model_matches_the_saved_model(classifier_dir, saved_model, tmp_path
         model.run({"input_word_ids": ids["input_word_ids"]})
 
 
-def test_text_model_matches_the_saved_model(text_tflite, saved_model, capsys):
+def test_text_model_matches_the_saved_model(text_tflite, saved_model, capsys, monkeypatch):
     assert set(text_tflite.signatures) == {"serving_default", "preprocess", "serve_ids", "model_info"}
     ids = text_tflite.run({"text": TEXTS}, "preprocess")
     for name, value in saved_model.signatures["preprocess"](text=tf.constant(TEXTS)).items():
@@ -83,6 +84,10 @@ def test_text_model_matches_the_saved_model(text_tflite, saved_model, capsys):
     assert runner_main([str(text_tflite.path), TEXTS[0]]) == 0
     label, probability, text = capsys.readouterr().out.strip().split("\t")
     assert (label, text) == (LABELS[expected[0].argmax()], TEXTS[0]) and abs(float(probability) - expected[0].max()) < 1e-3
+    lines = [text for text in TEXTS if text.strip()][:2]
+    monkeypatch.setattr("sys.stdin", io.StringIO(f"{lines[0]}\n\n{lines[1]}\n"))  # `-`: one text per line
+    assert runner_main([str(text_tflite.path), "-"]) == 0
+    assert [line.split("\t")[2] for line in capsys.readouterr().out.splitlines()] == lines
 
 
 def test_the_runner_is_quiet_by_default_and_verbose_on_request(text_tflite):
