@@ -10,7 +10,7 @@ def register(commands) -> None:
                     "preset directory or bert-tf directory) and write it as a bert-tf (keras) or Hugging Face "
                     "(hf) directory.")
     parser.add_argument("--from", dest="source", required=True, help="checkpoint directory or prefix")
-    parser.add_argument("--to", required=True, help="output directory")
+    parser.add_argument("--to", "--out", dest="to", required=True, help="output directory")
     parser.add_argument("--format", choices=["keras", "hf"], default="keras", help="output format (default: keras)")
     parser.add_argument("--overwrite", action="store_true", help="write into a non-empty output directory")
     parser.set_defaults(run=run)

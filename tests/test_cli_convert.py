@@ -40,7 +40,8 @@ def test_convert_hf_to_keras_and_back(tmp_path, hf_source):
     ids = {"input_word_ids": np.array([[2, 7, 8, 3]])}
     np.testing.assert_array_equal(converted(ids)["pooled_output"], model(ids)["pooled_output"])
 
-    result = run_cli("convert", "--from", tmp_path / "keras", "--to", tmp_path / "hf", "--format", "hf")
+    # --out, the output flag of every other command, is --to's other name
+    result = run_cli("convert", "--from", tmp_path / "keras", "--out", tmp_path / "hf", "--format", "hf")
     assert result.returncode == 0, result.stderr
     assert json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text())["do_lower_case"] is True
     np.testing.assert_array_equal(bert_tf.from_pretrained(tmp_path / "hf")(ids)["pooled_output"],
@@ -112,7 +113,8 @@ def test_convert_keeps_the_pretraining_heads_and_hf_writes_them_back(tmp_path, p
     assert filled.returncode == 0, filled.stderr
 
     os.umask(0o022)
-    result = run_cli("convert", "--from", tmp_path / "keras", "--to", tmp_path / "hf", "--format", "hf")
+    # --out, the output flag of every other command, is --to's other name
+    result = run_cli("convert", "--from", tmp_path / "keras", "--out", tmp_path / "hf", "--format", "hf")
     assert result.returncode == 0, result.stderr
     assert json.loads((tmp_path / "hf" / "config.json").read_text())["architectures"] == ["BertForPreTraining"]
     assert oct((tmp_path / "hf" / "model.safetensors").stat().st_mode & 0o777) == oct(0o644)
