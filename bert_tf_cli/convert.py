@@ -25,6 +25,16 @@ def run(args) -> None:
     out = Path(args.to)
     if out.exists() and any(out.iterdir()) and not args.overwrite:
         raise ValueError(f"{out} exists and is not empty; pass --overwrite to replace its files.")
+    fine_tuned = _fine_tuned_directory(Path(args.source))
+    if fine_tuned is not None:  # kept whole: its head is what fine-tuning learned
+        model, task = fine_tuned.model, fine_tuned.task
+        if args.format == "hf":
+            bert_tf.write_hf_directory(model, out, vocab_file=fine_tuned.vocab_file, lower_case=fine_tuned.lower_case)
+        else:
+            bert_tf.save_pretrained(model, out, vocab_file=fine_tuned.vocab_file, lower_case=fine_tuned.lower_case,
+                                    task=task)
+        print(f"Wrote {args.format} model with its {task.task} head ({model.count_params():,} parameters) to {out}")
+        return
     contents = bert_tf.read_checkpoint(args.source)
     heads = [prefix for prefix in (MLM_HEAD, NSP_HEAD) if contents.head_weights(prefix)]
     if heads == [MLM_HEAD, NSP_HEAD]:  # a pre-training checkpoint: kept whole, so that fill-mask works on it
@@ -42,3 +52,14 @@ def run(args) -> None:
     else:
         bert_tf.save_pretrained(model, out)
     print(f"Wrote {args.format} model{kept} ({model.count_params():,} parameters) to {out}")
+
+
+def _fine_tuned_directory(source: Path):
+    """The loaded bert-tf model directory `source` if it holds a task model (classifier, tagger, span labeler)."""
+    from bert_tf.model_directory import is_bert_tf_directory, load_model_directory
+    from bert_tf.task_model import BertTaskModel
+
+    if not is_bert_tf_directory(source):
+        return None
+    loaded = load_model_directory(source)
+    return loaded if isinstance(loaded.model, BertTaskModel) else None

@@ -192,3 +192,49 @@ def test_pretraining_heads_match_transformers(tmp_path):
     expected_mlm = np.take_along_axis(theirs.prediction_logits.numpy(), positions[:, :, None], axis=1)
     np.testing.assert_allclose(ours["mlm_logits"].numpy(), expected_mlm, atol=1e-3, rtol=1e-5)
     np.testing.assert_allclose(ours["nsp_logits"].numpy(), theirs.seq_relationship_logits.numpy(), atol=1e-4)
+
+
+def task_models(config: BertConfig) -> dict:
+    """A random bert-tf model of every task (its own weights: the heads too), and the transformers class it becomes."""
+    import keras
+
+    keras.utils.set_random_seed(9)
+    return {
+        "classify": (bert_tf.BertClassifier(bert_tf.BertModel(config), num_classes=3, label_names=["a", "b", "c"]),
+                     transformers.BertForSequenceClassification),
+        "multi_label": (bert_tf.BertClassifier(bert_tf.BertModel(config), num_classes=2, mode="multi_label"),
+                        transformers.BertForSequenceClassification),
+        "ner": (bert_tf.BertTokenClassifier(bert_tf.BertModel(config), num_labels=4,
+                                            label_names=["O", "B-PER", "I-PER", "B-LOC"]),
+                transformers.BertForTokenClassification),
+        "squad": (bert_tf.BertSpanLabeler(bert_tf.BertModel(config)), transformers.BertForQuestionAnswering),
+    }
+
+
+@pytest.mark.parametrize("task", ["classify", "multi_label", "ner", "squad"])
+def test_task_models_written_for_transformers_answer_alike(tmp_path, task):
+    """A fine-tuned model keeps its head in Hugging Face's format: transformers' BertFor* class for the task loads
+    it with nothing missing or left over and gives the same logits, with the label names and problem type."""
+    config = CONFIGS["odd"]
+    model, hf_class = task_models(config)[task]
+    bert_tf.write_hf_directory(model, tmp_path)
+    written = json.loads((tmp_path / "config.json").read_text())
+    assert written["architectures"] == [hf_class.__name__]
+    hf_model, loading = hf_class.from_pretrained(tmp_path, output_loading_info=True)
+    assert not any(loading.values()), loading  # no missing, unexpected or mismatched weights
+    batch = padded_batch(config)
+    with torch.no_grad():
+        theirs = hf_model.eval()(input_ids=torch.tensor(batch["input_word_ids"], dtype=torch.long),
+                                 attention_mask=torch.tensor(batch["input_mask"], dtype=torch.long),
+                                 token_type_ids=torch.tensor(batch["input_type_ids"], dtype=torch.long))
+    ours = model(batch, training=False)
+    mask = batch["input_mask"].astype(bool) if task in ("ner", "squad") else slice(None)  # bert-tf masks padding
+    if task == "squad":
+        np.testing.assert_allclose(ours["start_logits"].numpy()[mask], theirs.start_logits.numpy()[mask], atol=1e-4)
+        np.testing.assert_allclose(ours["end_logits"].numpy()[mask], theirs.end_logits.numpy()[mask], atol=1e-4)
+        return
+    np.testing.assert_allclose(np.asarray(ours)[mask], theirs.logits.numpy()[mask], atol=1e-4)
+    if task in ("classify", "ner"):
+        assert list(hf_model.config.id2label.values()) == model.label_names
+    if task == "multi_label":
+        assert hf_model.config.problem_type == "multi_label_classification"

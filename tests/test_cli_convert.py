@@ -143,3 +143,27 @@ def test_convert_of_an_encoder_says_which_heads_it_drops(tmp_path, pretraining_s
     assert ("Dropped the masked-LM head (cls/predictions/*): without the next-sentence head (cls/seq_relationship/*) "
             "bert-tf keeps the encoder only") in result.stdout
     assert isinstance(bert_tf.load_model_directory(tmp_path / "keras").model, BertModel)
+
+
+def test_convert_keeps_a_fine_tuned_models_head(tmp_path):
+    """A fine-tuned model converts whole: to Hugging Face as its task's BertFor* class (head and label names),
+    to bert-tf as the same task model; the encoder alone would lose what fine-tuning learned."""
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(55)]) + "\n")
+    classifier = bert_tf.BertClassifier(BertModel(CONFIG), num_classes=2, label_names=["negative", "positive"])
+    source = bert_tf.save_pretrained(classifier, tmp_path / "sst2_model", vocab_file=vocab, task="classify",
+                                     seq_length=16)
+    result = run_cli("convert", "--from", source, "--out", tmp_path / "hf", "--format", "hf")
+    assert result.returncode == 0, result.stderr
+    assert "with its classify head" in result.stdout
+    written = json.loads((tmp_path / "hf" / "config.json").read_text())
+    assert written["architectures"] == ["BertForSequenceClassification"]
+    assert written["id2label"] == {"0": "negative", "1": "positive"}
+
+    result = run_cli("convert", "--from", source, "--out", tmp_path / "keras")
+    assert result.returncode == 0, result.stderr
+    loaded = bert_tf.load_model_directory(tmp_path / "keras")
+    assert isinstance(loaded.model, bert_tf.BertClassifier) and loaded.task.task == "classify"
+    ids = {"input_word_ids": np.array([[2, 7, 8, 3]]), "input_mask": np.ones([1, 4], np.int32),
+           "input_type_ids": np.zeros([1, 4], np.int32)}
+    np.testing.assert_array_equal(loaded.model(ids), classifier(ids))

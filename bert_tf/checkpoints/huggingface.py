@@ -144,8 +144,9 @@ def read_hf_directory(path: str | Path) -> CheckpointContents:
 
 def write_hf_directory(model, out_dir: str | Path, vocab_file: str | Path | None = None,
                        lower_case: bool | None = None) -> Path:
-    """Writes a `BertModel` (or a `BertPretrainer`, with both heads) as a Hugging Face directory that
-    `transformers.BertModel` (`BertForPreTraining`) `.from_pretrained` reads; its files as the umask allows.
+    """Writes a bert-tf model as a Hugging Face directory that transformers' class for it reads; its files as the
+    umask allows. A `BertModel` becomes `BertModel`, a `BertPretrainer` `BertForPreTraining` (both heads), and a
+    task model its task's class with its head and labels (`HF_TASK_CLASSES`).
 
     Example:
         >>> write_hf_directory(model, "exported/")          # doctest: +SKIP
@@ -153,19 +154,29 @@ def write_hf_directory(model, out_dir: str | Path, vocab_file: str | Path | None
     """
     from safetensors.numpy import save_file
 
-    encoder = getattr(model, "encoder", model)  # a pretrainer's encoder is `bert.` in BertForPreTraining
+    encoder = getattr(model, "encoder", model)  # the `bert.` of every BertFor* class
+    if hasattr(model, "google_weights"):  # BertModel, or BertPretrainer: its heads are Google's cls/* variables
+        architecture = "BertModel" if encoder is model else "BertForPreTraining"
+        weights, head, config_extras = model.google_weights(), None, {}
+    else:
+        architecture, head_name, head, config_extras = _hf_task(model)
+        weights = {name: variable for name, variable in encoder.google_weights().items()
+                   if architecture == "BertForSequenceClassification" or not name.startswith("pooler/")}
     prefix = "" if encoder is model else "bert."
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tensors = {}
-    for google_name, variable in model.google_weights().items():
+    for google_name, variable in weights.items():
         value = np.asarray(variable.numpy(), dtype=np.float32)
         name = google_to_hf_name(google_name)
         tensors[name if google_name.startswith("cls/") else prefix + name] = np.ascontiguousarray(
             value.T if _is_transposed(google_name) else value)
+    if head is not None:  # a dense layer: [in, out] kernel, stored [out, in] as every linear weight
+        tensors[f"{head_name}.weight"] = np.ascontiguousarray(np.asarray(head.kernel.numpy(), np.float32).T)
+        tensors[f"{head_name}.bias"] = np.asarray(head.bias.numpy(), np.float32)
     save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
     readable_as_umask_allows(out / "model.safetensors")  # save_file writes it owner-only
-    config = {**encoder.config.to_hf_dict(), "architectures": ["BertForPreTraining" if prefix else "BertModel"]}
+    config = {**encoder.config.to_hf_dict(), **config_extras, "architectures": [architecture]}
     (out / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if vocab_file is not None:
         shutil.copyfile(vocab_file, out / "vocab.txt")
@@ -174,3 +185,29 @@ def write_hf_directory(model, out_dir: str | Path, vocab_file: str | Path | None
             json.dumps({"do_lower_case": lower_case, "tokenizer_class": "BertTokenizer"}, indent=2) + "\n"
         )
     return out
+
+
+# bert-tf's task models → transformers' class for the task and the name of its head's dense layer there.
+HF_TASK_CLASSES = {"BertClassifier": ("BertForSequenceClassification", "classifier"),
+                   "BertTokenClassifier": ("BertForTokenClassification", "classifier"),
+                   "BertSpanLabeler": ("BertForQuestionAnswering", "qa_outputs")}
+_PROBLEM_TYPES = {"single_label": "single_label_classification", "multi_label": "multi_label_classification",
+                  "regression": "regression"}
+
+
+def _hf_task(model):
+    """(transformers class, head name, head dense layer, config entries) of a bert-tf task model."""
+    name = type(model).__name__
+    if name not in HF_TASK_CLASSES:
+        raise ValueError(f"{name} has no Hugging Face class bert-tf writes; it writes BertModel, BertPretrainer, "
+                         f"{', '.join(HF_TASK_CLASSES)}.")
+    architecture, head_name = HF_TASK_CLASSES[name]
+    if name == "BertSpanLabeler":
+        return architecture, head_name, model.span_logits, {}
+    head = model.classifier
+    count = head.units
+    labels = model.label_names or [f"LABEL_{index}" for index in range(count)]
+    extras = {"id2label": dict(enumerate(labels)), "label2id": {label: index for index, label in enumerate(labels)}}
+    if name == "BertClassifier":
+        extras["problem_type"] = _PROBLEM_TYPES[model.mode]
+    return architecture, head_name, head, extras
