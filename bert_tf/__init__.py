@@ -28,7 +28,8 @@ if keras.backend.backend() != "tensorflow":
 import tensorflow_text  # noqa: E402,F401
 
 from bert_tf import metrics  # noqa: E402
-from bert_tf.checkpoints import from_pretrained, read_checkpoint, write_hf_directory  # noqa: E402
+from bert_tf.checkpoints import (  # noqa: E402
+    from_pretrained, read_checkpoint, read_hf_task_model, write_hf_directory)
 from bert_tf.classifier import BertClassifier  # noqa: E402
 from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.distillation import Distiller, student_from_teacher  # noqa: E402
@@ -74,6 +75,7 @@ __all__ = [
     "load_model_directory",
     "metrics",
     "read_checkpoint",
+    "read_hf_task_model",
     "save_pretrained",
     "with_precision",
     "word_predictions",

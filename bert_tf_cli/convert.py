@@ -8,11 +8,15 @@ def register(commands) -> None:
         "convert", help="convert a Google, Hugging Face or KerasHub checkpoint",
         description="Read a BERT checkpoint (Google TF checkpoint directory, Hugging Face directory, KerasHub "
                     "preset directory or bert-tf directory) and write it as a bert-tf (keras) or Hugging Face "
-                    "(hf) directory.")
+                    "(hf) directory. A fine-tuned model (a bert-tf task model, or transformers' "
+                    "BertForSequenceClassification, BertForTokenClassification or BertForQuestionAnswering) "
+                    "converts whole, head and label names included.")
     parser.add_argument("--from", dest="source", required=True, help="checkpoint directory or prefix")
     parser.add_argument("--to", "--out", dest="to", required=True, help="output directory")
     parser.add_argument("--format", choices=["keras", "hf"], default="keras", help="output format (default: keras)")
     parser.add_argument("--overwrite", action="store_true", help="write into a non-empty output directory")
+    parser.add_argument("--text-pair", action="store_true",
+                        help="the transformers classifier being read classifies text pairs (its config does not say)")
     parser.set_defaults(run=run)
 
 
@@ -21,19 +25,24 @@ MLM_HEAD, NSP_HEAD = "cls/predictions/", "cls/seq_relationship/"
 
 def run(args) -> None:
     import bert_tf
+    from bert_tf.model_directory import task_of_model
 
     out = Path(args.to)
     if out.exists() and any(out.iterdir()) and not args.overwrite:
         raise ValueError(f"{out} exists and is not empty; pass --overwrite to replace its files.")
-    fine_tuned = _fine_tuned_directory(Path(args.source))
-    if fine_tuned is not None:  # kept whole: its head is what fine-tuning learned
-        model, task = fine_tuned.model, fine_tuned.task
+    model, vocab_file, lower_case, task = _fine_tuned_model(Path(args.source)) or (None, None, None, None)
+    from_transformers_classifier = model is not None and task is None and task_of_model(model) == "classify"
+    if args.text_pair and not from_transformers_classifier:
+        raise ValueError("--text-pair is for a classifier read from a transformers directory; other sources record "
+                         "their task or have none.")
+    if model is not None:  # a fine-tuned model, kept whole: its head is what fine-tuning learned
         if args.format == "hf":
-            bert_tf.write_hf_directory(model, out, vocab_file=fine_tuned.vocab_file, lower_case=fine_tuned.lower_case)
+            bert_tf.write_hf_directory(model, out, vocab_file=vocab_file, lower_case=lower_case)
         else:
-            bert_tf.save_pretrained(model, out, vocab_file=fine_tuned.vocab_file, lower_case=fine_tuned.lower_case,
-                                    task=task)
-        print(f"Wrote {args.format} model with its {task.task} head ({model.count_params():,} parameters) to {out}")
+            bert_tf.save_pretrained(model, out, vocab_file=vocab_file, lower_case=lower_case, task=task,
+                                    text_pair=args.text_pair or None)
+        print(f"Wrote {args.format} model with its {task_of_model(model)} head ({model.count_params():,} parameters) "
+              f"to {out}")
         return
     contents = bert_tf.read_checkpoint(args.source)
     heads = [prefix for prefix in (MLM_HEAD, NSP_HEAD) if contents.head_weights(prefix)]
@@ -54,12 +63,20 @@ def run(args) -> None:
     print(f"Wrote {args.format} model{kept} ({model.count_params():,} parameters) to {out}")
 
 
-def _fine_tuned_directory(source: Path):
-    """The loaded bert-tf model directory `source` if it holds a task model (classifier, tagger, span labeler)."""
+def _fine_tuned_model(source: Path):
+    """(task model, vocab_file, lower_case, TaskSpec or None) if `source` is a fine-tuned model: a bert-tf model
+    directory of a task model, or a transformers BertFor{SequenceClassification,TokenClassification,QuestionAnswering}
+    directory."""
+    from bert_tf.checkpoints.huggingface import is_hf_directory, read_hf_task_model
     from bert_tf.model_directory import is_bert_tf_directory, load_model_directory
     from bert_tf.task_model import BertTaskModel
 
+    if is_hf_directory(source):
+        model = read_hf_task_model(source)
+        return None if model is None else (model, model.encoder.vocab_file, model.encoder.lower_case, None)
     if not is_bert_tf_directory(source):
         return None
     loaded = load_model_directory(source)
-    return loaded if isinstance(loaded.model, BertTaskModel) else None
+    if not isinstance(loaded.model, BertTaskModel):
+        return None
+    return loaded.model, loaded.vocab_file, loaded.lower_case, loaded.task

@@ -238,3 +238,47 @@ def test_task_models_written_for_transformers_answer_alike(tmp_path, task):
         assert list(hf_model.config.id2label.values()) == model.label_names
     if task == "multi_label":
         assert hf_model.config.problem_type == "multi_label_classification"
+
+
+@pytest.mark.parametrize("task", ["classify", "multi_label", "ner", "squad"])
+def test_task_models_of_transformers_read_with_their_heads(tmp_path, task):
+    """transformers' BertFor* task directories read as bert-tf task models (head, labels, mode): the same logits."""
+    from bert_tf.checkpoints.huggingface import read_hf_task_model
+
+    config = CONFIGS["odd"]
+    _, hf_class = task_models(config)[task]
+    settings = {"classify": {"id2label": {0: "neg", 1: "neutral", 2: "pos"}},
+                "multi_label": {"num_labels": 4, "problem_type": "multi_label_classification"},
+                "ner": {"id2label": {0: "O", 1: "B-PER", 2: "I-PER"}}, "squad": {}}[task]
+    hf_settings = {k: v for k, v in config.to_hf_dict().items() if k != "architectures"}
+    hf_model = hf_class(transformers.BertConfig(**hf_settings, **settings, attn_implementation="eager")).eval()
+    with torch.no_grad():
+        for parameter in hf_model.parameters():
+            parameter.normal_(0.0, 0.2)
+    hf_model.save_pretrained(tmp_path)
+    model = read_hf_task_model(tmp_path)
+    expected_class = {"classify": bert_tf.BertClassifier, "multi_label": bert_tf.BertClassifier,
+                      "ner": bert_tf.BertTokenClassifier, "squad": bert_tf.BertSpanLabeler}[task]
+    assert type(model) is expected_class
+    if task in ("classify", "ner"):
+        assert model.label_names == list(settings["id2label"].values())
+    if task == "multi_label":
+        assert model.mode == "multi_label" and model.num_classes == 4
+    batch = padded_batch(config)
+    with torch.no_grad():
+        theirs = hf_model(input_ids=torch.tensor(batch["input_word_ids"], dtype=torch.long),
+                          attention_mask=torch.tensor(batch["input_mask"], dtype=torch.long),
+                          token_type_ids=torch.tensor(batch["input_type_ids"], dtype=torch.long))
+    ours = model(batch, training=False)
+    mask = batch["input_mask"].astype(bool) if task in ("ner", "squad") else slice(None)
+    if task == "squad":
+        np.testing.assert_allclose(ours["start_logits"].numpy()[mask], theirs.start_logits.numpy()[mask], atol=1e-3)
+        np.testing.assert_allclose(ours["end_logits"].numpy()[mask], theirs.end_logits.numpy()[mask], atol=1e-3)
+    else:
+        np.testing.assert_allclose(np.asarray(ours)[mask], theirs.logits.numpy()[mask], atol=1e-3)
+    assert read_hf_task_model(write_plain_encoder(tmp_path / "plain", config)) is None
+
+
+def write_plain_encoder(directory, config):
+    random_hf_model(config).save_pretrained(directory)
+    return directory

@@ -167,3 +167,34 @@ def test_convert_keeps_a_fine_tuned_models_head(tmp_path):
     ids = {"input_word_ids": np.array([[2, 7, 8, 3]]), "input_mask": np.ones([1, 4], np.int32),
            "input_type_ids": np.zeros([1, 4], np.int32)}
     np.testing.assert_array_equal(loaded.model(ids), classifier(ids))
+
+
+def test_convert_reads_a_transformers_classifier_whole(tmp_path):
+    """A transformers BertForSequenceClassification folder converts to a bert-tf classifier (head, label names)
+    that `predict` and `export` take as it is; its logits equal transformers'."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    settings = {k: v for k, v in CONFIG.to_hf_dict().items() if k != "architectures"}
+    hf_model = transformers.BertForSequenceClassification(transformers.BertConfig(
+        **settings, id2label={0: "negative", 1: "positive"}, attn_implementation="eager")).eval()
+    hf_model.save_pretrained(tmp_path / "hf")
+    (tmp_path / "hf" / "vocab.txt").write_text(
+        "\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(55)]) + "\n")
+    result = run_cli("convert", "--from", tmp_path / "hf", "--out", tmp_path / "keras")
+    assert result.returncode == 0, result.stderr
+    assert "with its classify head" in result.stdout and "not part of BERT" not in result.stderr
+    loaded = bert_tf.load_model_directory(tmp_path / "keras")
+    assert loaded.task.task == "classify" and loaded.model.label_names == ["negative", "positive"]
+    ids = np.array([[2, 7, 8, 3]])
+    with torch.no_grad():
+        theirs = hf_model(input_ids=torch.tensor(ids)).logits.numpy()
+    ours = loaded.model({"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": 0 * ids})
+    np.testing.assert_allclose(np.asarray(ours), theirs, atol=1e-4)
+    # its config does not say whether it reads pairs: --text-pair does (for such sources only)
+    result = run_cli("convert", "--from", tmp_path / "hf", "--out", tmp_path / "pairs", "--text-pair")
+    assert result.returncode == 0, result.stderr
+    assert bert_tf.load_model_directory(tmp_path / "pairs").task.text_pair is True
+    result = run_cli("convert", "--from", tmp_path / "keras", "--out", tmp_path / "again", "--text-pair")
+    assert result.returncode == 2
+    assert "--text-pair is for a classifier read from a transformers directory" in result.stderr

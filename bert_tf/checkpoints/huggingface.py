@@ -8,6 +8,7 @@ other's inverse; nothing else differs.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pickle
 import re
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bert_tf.checkpoints.contents import CheckpointContents
+from bert_tf.checkpoints.contents import CheckpointContents, assign_weights
 from bert_tf.config import BertConfig
 from bert_tf.file_modes import readable_as_umask_allows
 
@@ -211,3 +212,52 @@ def _hf_task(model):
     if name == "BertClassifier":
         extras["problem_type"] = _PROBLEM_TYPES[model.mode]
     return architecture, head_name, head, extras
+
+
+def read_hf_task_model(path: str | Path):
+    """The bert-tf task model of a transformers `BertForSequenceClassification`, `BertForTokenClassification` or
+    `BertForQuestionAnswering` directory (`architectures` in its config.json), with its head, label names
+    (`id2label`) and classification mode (`problem_type`); None for a directory of another class.
+
+    Example:
+        >>> classifier = bert_tf.read_hf_task_model("bert-base-uncased-sst2/")  # doctest: +SKIP
+        >>> bert_tf.save_pretrained(classifier, "sst2_model/")          # doctest: +SKIP
+    """
+    from bert_tf.classifier import BertClassifier
+    from bert_tf.model import BertModel
+    from bert_tf.span_labeler import BertSpanLabeler
+    from bert_tf.token_classifier import BertTokenClassifier
+
+    directory = Path(path)
+    settings = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    ours = {hf_class: name for name, (hf_class, _) in HF_TASK_CLASSES.items()}.get(
+        (settings.get("architectures") or [None])[0])
+    if ours is None:
+        return None
+    head_name = HF_TASK_CLASSES[ours][1]
+    contents = read_hf_directory(directory)
+    contents = dataclasses.replace(contents, unrecognized=[name for name in contents.unrecognized
+                                                           if not name.startswith(f"{head_name}.")])
+    encoder = BertModel(contents.config)
+    labels = [str(label) for _, label in sorted((int(index), label)
+                                                 for index, label in settings.get("id2label", {}).items())]
+    count = len(labels) or settings.get("num_labels", 2)
+    if ours == "BertClassifier":
+        modes = {problem_type: mode for mode, problem_type in _PROBLEM_TYPES.items()}
+        mode = modes.get(settings.get("problem_type"), "regression" if count == 1 else "single_label")  # as HF
+        model = BertClassifier(encoder, num_classes=count, label_names=labels or None, mode=mode)
+        head = model.classifier
+    elif ours == "BertTokenClassifier":
+        model = BertTokenClassifier(encoder, num_labels=count, label_names=labels or None)
+        head = model.classifier
+    else:
+        model = BertSpanLabeler(encoder)
+        head = model.span_logits
+    variables = {name: variable for name, variable in encoder.google_weights().items()
+                 if ours == "BertClassifier" or not name.startswith("pooler/")}  # the other two have no pooler
+    assign_weights(variables, contents, what=ours)
+    tensors, _ = _read_tensors(directory)
+    head.kernel.assign(np.asarray(tensors[f"{head_name}.weight"], np.float32).T)
+    head.bias.assign(np.asarray(tensors[f"{head_name}.bias"], np.float32))
+    encoder.vocab_file, encoder.lower_case = contents.vocab_file, contents.lower_case
+    return model
