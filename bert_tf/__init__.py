@@ -28,11 +28,11 @@ if keras.backend.backend() != "tensorflow":
 import tensorflow_text  # noqa: E402,F401
 
 from bert_tf import metrics  # noqa: E402
-from bert_tf.checkpoints import (  # noqa: E402
-    from_pretrained, read_checkpoint, read_hf_task_model, write_hf_directory)
+from bert_tf.checkpoints import from_pretrained, read_checkpoint, write_hf_directory  # noqa: E402
 from bert_tf.classifier import BertClassifier  # noqa: E402
 from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.distillation import Distiller, student_from_teacher  # noqa: E402
+from bert_tf.hf_task_models import read_hf_task_model, write_hf_task_model  # noqa: E402
 from bert_tf.inference import TextPredictor, inference_function  # noqa: E402
 from bert_tf.model import BertModel  # noqa: E402
 from bert_tf.model_directory import load_model_directory, save_pretrained  # noqa: E402
@@ -80,4 +80,5 @@ __all__ = [
     "with_precision",
     "word_predictions",
     "write_hf_directory",
+    "write_hf_task_model",
 ]

@@ -37,7 +37,7 @@ def run(args) -> None:
                          "their task or have none.")
     if model is not None:  # a fine-tuned model, kept whole: its head is what fine-tuning learned
         if args.format == "hf":
-            bert_tf.write_hf_directory(model, out, vocab_file=vocab_file, lower_case=lower_case)
+            bert_tf.write_hf_task_model(model, out, vocab_file=vocab_file, lower_case=lower_case, task=task)
         else:
             bert_tf.save_pretrained(model, out, vocab_file=vocab_file, lower_case=lower_case, task=task,
                                     text_pair=args.text_pair or None)
@@ -66,14 +66,16 @@ def run(args) -> None:
 def _fine_tuned_model(source: Path):
     """(task model, vocab_file, lower_case, TaskSpec or None) if `source` is a fine-tuned model: a bert-tf model
     directory of a task model, or a transformers BertFor{SequenceClassification,TokenClassification,QuestionAnswering}
-    directory."""
-    from bert_tf.checkpoints.huggingface import is_hf_directory, read_hf_task_model
+    directory (with the TaskSpec bert-tf recorded there, if it wrote it)."""
+    from bert_tf.checkpoints.huggingface import is_hf_directory
+    from bert_tf.hf_task_models import hf_task_spec, read_hf_task_model
     from bert_tf.model_directory import is_bert_tf_directory, load_model_directory
     from bert_tf.task_model import BertTaskModel
 
     if is_hf_directory(source):
         model = read_hf_task_model(source)
-        return None if model is None else (model, model.encoder.vocab_file, model.encoder.lower_case, None)
+        return None if model is None else (model, model.encoder.vocab_file, model.encoder.lower_case,
+                                           hf_task_spec(source))
     if not is_bert_tf_directory(source):
         return None
     loaded = load_model_directory(source)

@@ -217,7 +217,7 @@ def test_task_models_written_for_transformers_answer_alike(tmp_path, task):
     it with nothing missing or left over and gives the same logits, with the label names and problem type."""
     config = CONFIGS["odd"]
     model, hf_class = task_models(config)[task]
-    bert_tf.write_hf_directory(model, tmp_path)
+    bert_tf.write_hf_task_model(model, tmp_path)
     written = json.loads((tmp_path / "config.json").read_text())
     assert written["architectures"] == [hf_class.__name__]
     hf_model, loading = hf_class.from_pretrained(tmp_path, output_loading_info=True)
@@ -243,8 +243,6 @@ def test_task_models_written_for_transformers_answer_alike(tmp_path, task):
 @pytest.mark.parametrize("task", ["classify", "multi_label", "ner", "squad"])
 def test_task_models_of_transformers_read_with_their_heads(tmp_path, task):
     """transformers' BertFor* task directories read as bert-tf task models (head, labels, mode): the same logits."""
-    from bert_tf.checkpoints.huggingface import read_hf_task_model
-
     config = CONFIGS["odd"]
     _, hf_class = task_models(config)[task]
     settings = {"classify": {"id2label": {0: "neg", 1: "neutral", 2: "pos"}},
@@ -256,7 +254,7 @@ def test_task_models_of_transformers_read_with_their_heads(tmp_path, task):
         for parameter in hf_model.parameters():
             parameter.normal_(0.0, 0.2)
     hf_model.save_pretrained(tmp_path)
-    model = read_hf_task_model(tmp_path)
+    model = bert_tf.read_hf_task_model(tmp_path)
     expected_class = {"classify": bert_tf.BertClassifier, "multi_label": bert_tf.BertClassifier,
                       "ner": bert_tf.BertTokenClassifier, "squad": bert_tf.BertSpanLabeler}[task]
     assert type(model) is expected_class
@@ -276,7 +274,9 @@ def test_task_models_of_transformers_read_with_their_heads(tmp_path, task):
         np.testing.assert_allclose(ours["end_logits"].numpy()[mask], theirs.end_logits.numpy()[mask], atol=1e-3)
     else:
         np.testing.assert_allclose(np.asarray(ours)[mask], theirs.logits.numpy()[mask], atol=1e-3)
-    assert read_hf_task_model(write_plain_encoder(tmp_path / "plain", config)) is None
+    assert bert_tf.read_hf_task_model(write_plain_encoder(tmp_path / "plain", config)) is None
+    with pytest.raises(ValueError, match="written with bert_tf.write_hf_task_model"):
+        bert_tf.write_hf_directory(model, tmp_path / "wrong")
 
 
 def write_plain_encoder(directory, config):

@@ -151,8 +151,8 @@ def test_convert_keeps_a_fine_tuned_models_head(tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(55)]) + "\n")
     classifier = bert_tf.BertClassifier(BertModel(CONFIG), num_classes=2, label_names=["negative", "positive"])
-    source = bert_tf.save_pretrained(classifier, tmp_path / "sst2_model", vocab_file=vocab, task="classify",
-                                     seq_length=16)
+    source = bert_tf.save_pretrained(classifier, tmp_path / "mrpc_model", vocab_file=vocab, task="classify",
+                                     seq_length=16, text_pair=True)
     result = run_cli("convert", "--from", source, "--out", tmp_path / "hf", "--format", "hf")
     assert result.returncode == 0, result.stderr
     assert "with its classify head" in result.stdout
@@ -163,7 +163,12 @@ def test_convert_keeps_a_fine_tuned_models_head(tmp_path):
     result = run_cli("convert", "--from", source, "--out", tmp_path / "keras")
     assert result.returncode == 0, result.stderr
     loaded = bert_tf.load_model_directory(tmp_path / "keras")
-    assert isinstance(loaded.model, bert_tf.BertClassifier) and loaded.task.task == "classify"
+    assert isinstance(loaded.model, bert_tf.BertClassifier)
+    assert loaded.task == bert_tf.load_model_directory(source).task and loaded.task.text_pair
+    # and back from Hugging Face's format: its TaskSpec (pairs, seq_length) was kept in config.json
+    result = run_cli("convert", "--from", tmp_path / "hf", "--out", tmp_path / "back")
+    assert result.returncode == 0, result.stderr
+    assert bert_tf.load_model_directory(tmp_path / "back").task == loaded.task
     ids = {"input_word_ids": np.array([[2, 7, 8, 3]]), "input_mask": np.ones([1, 4], np.int32),
            "input_type_ids": np.zeros([1, 4], np.int32)}
     np.testing.assert_array_equal(loaded.model(ids), classifier(ids))

@@ -2,7 +2,7 @@
 directories; bert-tf's own model directory is one floor up, `bert_tf.model_directory`."""
 
 from bert_tf.checkpoints.contents import CheckpointContents, CheckpointMismatchError, assign_weights
-from bert_tf.checkpoints.huggingface import read_hf_task_model, write_hf_directory
+from bert_tf.checkpoints.huggingface import write_hf_directory
 from bert_tf.checkpoints.pretrained import check_vocabulary_fits, from_pretrained, read_checkpoint
 
 __all__ = [
@@ -12,6 +12,5 @@ __all__ = [
     "check_vocabulary_fits",
     "from_pretrained",
     "read_checkpoint",
-    "read_hf_task_model",
     "write_hf_directory",
 ]

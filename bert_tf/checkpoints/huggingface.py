@@ -8,7 +8,6 @@ other's inverse; nothing else differs.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import pickle
 import re
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bert_tf.checkpoints.contents import CheckpointContents, assign_weights
+from bert_tf.checkpoints.contents import CheckpointContents
 from bert_tf.config import BertConfig
 from bert_tf.file_modes import readable_as_umask_allows
 
@@ -145,39 +144,44 @@ def read_hf_directory(path: str | Path) -> CheckpointContents:
 
 def write_hf_directory(model, out_dir: str | Path, vocab_file: str | Path | None = None,
                        lower_case: bool | None = None) -> Path:
-    """Writes a bert-tf model as a Hugging Face directory that transformers' class for it reads; its files as the
-    umask allows. A `BertModel` becomes `BertModel`, a `BertPretrainer` `BertForPreTraining` (both heads), and a
-    task model its task's class with its head and labels (`HF_TASK_CLASSES`).
+    """Writes a `BertModel` (or a `BertPretrainer`, with both heads) as a Hugging Face directory that
+    `transformers.BertModel` (`BertForPreTraining`) `.from_pretrained` reads; its files as the umask allows.
+    Fine-tuned task models: `bert_tf.write_hf_task_model`.
 
     Example:
         >>> write_hf_directory(model, "exported/")          # doctest: +SKIP
         >>> transformers.BertModel.from_pretrained("exported/")  # doctest: +SKIP
     """
-    from safetensors.numpy import save_file
+    if not hasattr(model, "google_weights"):
+        raise ValueError(f"write_hf_directory writes a BertModel or a BertPretrainer; a {type(model).__name__} is "
+                         "written with bert_tf.write_hf_task_model.")
+    pretrainer = getattr(model, "encoder", model) is not model  # its encoder is `bert.` in BertForPreTraining
+    config = {**getattr(model, "encoder", model).config.to_hf_dict(),
+              "architectures": ["BertForPreTraining" if pretrainer else "BertModel"]}
+    return write_hf_files(out_dir, hf_tensors(model.google_weights(), "bert." if pretrainer else ""), config,
+                          vocab_file, lower_case)
 
-    encoder = getattr(model, "encoder", model)  # the `bert.` of every BertFor* class
-    if hasattr(model, "google_weights"):  # BertModel, or BertPretrainer: its heads are Google's cls/* variables
-        architecture = "BertModel" if encoder is model else "BertForPreTraining"
-        weights, head, config_extras = model.google_weights(), None, {}
-    else:
-        architecture, head_name, head, config_extras = _hf_task(model)
-        weights = {name: variable for name, variable in encoder.google_weights().items()
-                   if architecture == "BertForSequenceClassification" or not name.startswith("pooler/")}
-    prefix = "" if encoder is model else "bert."
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+
+def hf_tensors(google_weights: dict, prefix: str = "") -> dict[str, np.ndarray]:
+    """{Hugging Face name: array} of Google-named variables; encoder names get `prefix` (`bert.` in BertFor*)."""
     tensors = {}
-    for google_name, variable in weights.items():
+    for google_name, variable in google_weights.items():
         value = np.asarray(variable.numpy(), dtype=np.float32)
         name = google_to_hf_name(google_name)
         tensors[name if google_name.startswith("cls/") else prefix + name] = np.ascontiguousarray(
             value.T if _is_transposed(google_name) else value)
-    if head is not None:  # a dense layer: [in, out] kernel, stored [out, in] as every linear weight
-        tensors[f"{head_name}.weight"] = np.ascontiguousarray(np.asarray(head.kernel.numpy(), np.float32).T)
-        tensors[f"{head_name}.bias"] = np.asarray(head.bias.numpy(), np.float32)
+    return tensors
+
+
+def write_hf_files(out_dir: str | Path, tensors: dict[str, np.ndarray], config: dict,
+                   vocab_file: str | Path | None = None, lower_case: bool | None = None) -> Path:
+    """A Hugging Face directory: `model.safetensors`, `config.json`, and the vocabulary and casing if given."""
+    from safetensors.numpy import save_file
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
     save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
     readable_as_umask_allows(out / "model.safetensors")  # save_file writes it owner-only
-    config = {**encoder.config.to_hf_dict(), **config_extras, "architectures": [architecture]}
     (out / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if vocab_file is not None:
         shutil.copyfile(vocab_file, out / "vocab.txt")
@@ -188,76 +192,6 @@ def write_hf_directory(model, out_dir: str | Path, vocab_file: str | Path | None
     return out
 
 
-# bert-tf's task models → transformers' class for the task and the name of its head's dense layer there.
-HF_TASK_CLASSES = {"BertClassifier": ("BertForSequenceClassification", "classifier"),
-                   "BertTokenClassifier": ("BertForTokenClassification", "classifier"),
-                   "BertSpanLabeler": ("BertForQuestionAnswering", "qa_outputs")}
-_PROBLEM_TYPES = {"single_label": "single_label_classification", "multi_label": "multi_label_classification",
-                  "regression": "regression"}
-
-
-def _hf_task(model):
-    """(transformers class, head name, head dense layer, config entries) of a bert-tf task model."""
-    name = type(model).__name__
-    if name not in HF_TASK_CLASSES:
-        raise ValueError(f"{name} has no Hugging Face class bert-tf writes; it writes BertModel, BertPretrainer, "
-                         f"{', '.join(HF_TASK_CLASSES)}.")
-    architecture, head_name = HF_TASK_CLASSES[name]
-    if name == "BertSpanLabeler":
-        return architecture, head_name, model.span_logits, {}
-    head = model.classifier
-    count = head.units
-    labels = model.label_names or [f"LABEL_{index}" for index in range(count)]
-    extras = {"id2label": dict(enumerate(labels)), "label2id": {label: index for index, label in enumerate(labels)}}
-    if name == "BertClassifier":
-        extras["problem_type"] = _PROBLEM_TYPES[model.mode]
-    return architecture, head_name, head, extras
-
-
-def read_hf_task_model(path: str | Path):
-    """The bert-tf task model of a transformers `BertForSequenceClassification`, `BertForTokenClassification` or
-    `BertForQuestionAnswering` directory (`architectures` in its config.json), with its head, label names
-    (`id2label`) and classification mode (`problem_type`); None for a directory of another class.
-
-    Example:
-        >>> classifier = bert_tf.read_hf_task_model("bert-base-uncased-sst2/")  # doctest: +SKIP
-        >>> bert_tf.save_pretrained(classifier, "sst2_model/")          # doctest: +SKIP
-    """
-    from bert_tf.classifier import BertClassifier
-    from bert_tf.model import BertModel
-    from bert_tf.span_labeler import BertSpanLabeler
-    from bert_tf.token_classifier import BertTokenClassifier
-
-    directory = Path(path)
-    settings = json.loads((directory / "config.json").read_text(encoding="utf-8"))
-    ours = {hf_class: name for name, (hf_class, _) in HF_TASK_CLASSES.items()}.get(
-        (settings.get("architectures") or [None])[0])
-    if ours is None:
-        return None
-    head_name = HF_TASK_CLASSES[ours][1]
-    contents = read_hf_directory(directory)
-    contents = dataclasses.replace(contents, unrecognized=[name for name in contents.unrecognized
-                                                           if not name.startswith(f"{head_name}.")])
-    encoder = BertModel(contents.config)
-    labels = [str(label) for _, label in sorted((int(index), label)
-                                                 for index, label in settings.get("id2label", {}).items())]
-    count = len(labels) or settings.get("num_labels", 2)
-    if ours == "BertClassifier":
-        modes = {problem_type: mode for mode, problem_type in _PROBLEM_TYPES.items()}
-        mode = modes.get(settings.get("problem_type"), "regression" if count == 1 else "single_label")  # as HF
-        model = BertClassifier(encoder, num_classes=count, label_names=labels or None, mode=mode)
-        head = model.classifier
-    elif ours == "BertTokenClassifier":
-        model = BertTokenClassifier(encoder, num_labels=count, label_names=labels or None)
-        head = model.classifier
-    else:
-        model = BertSpanLabeler(encoder)
-        head = model.span_logits
-    variables = {name: variable for name, variable in encoder.google_weights().items()
-                 if ours == "BertClassifier" or not name.startswith("pooler/")}  # the other two have no pooler
-    assign_weights(variables, contents, what=ours)
-    tensors, _ = _read_tensors(directory)
-    head.kernel.assign(np.asarray(tensors[f"{head_name}.weight"], np.float32).T)
-    head.bias.assign(np.asarray(tensors[f"{head_name}.bias"], np.float32))
-    encoder.vocab_file, encoder.lower_case = contents.vocab_file, contents.lower_case
-    return model
+def read_hf_tensors(path: str | Path) -> dict[str, np.ndarray]:
+    """Every tensor of a Hugging Face directory by its own name (safetensors, or a pickle read without code)."""
+    return _read_tensors(Path(path))[0]
