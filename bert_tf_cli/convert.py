@@ -69,16 +69,13 @@ def _fine_tuned_model(source: Path):
     directory (with the TaskSpec bert-tf recorded there, if it wrote it)."""
     from bert_tf.checkpoints.huggingface import is_hf_directory
     from bert_tf.hf_task_models import hf_task_spec, read_hf_task_model
-    from bert_tf.model_directory import is_bert_tf_directory, load_model_directory
-    from bert_tf.task_model import BertTaskModel
+    from bert_tf.model_directory import is_bert_tf_directory, load_model_directory, read_task
 
     if is_hf_directory(source):
         model = read_hf_task_model(source)
         return None if model is None else (model, model.encoder.vocab_file, model.encoder.lower_case,
                                            hf_task_spec(source))
-    if not is_bert_tf_directory(source):
+    if not is_bert_tf_directory(source) or read_task(source) not in ("classify", "ner", "squad"):
         return None
     loaded = load_model_directory(source)
-    if not isinstance(loaded.model, BertTaskModel):
-        return None
     return loaded.model, loaded.vocab_file, loaded.lower_case, loaded.task
