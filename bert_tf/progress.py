@@ -30,7 +30,7 @@ import tqdm.auto
 import tqdm.std
 
 INTERVAL_SECONDS = 30.0
-LINE_FORMAT = "{desc}: {percentage:.0f}% ({n_fmt}/{total_fmt} {unit}), {rate_fmt}{postfix}, {remaining} left"
+LINE_FORMAT = "{desc}: {percentage:.0f}% ({n_fmt}/{total_fmt} {unit}), {rate_fmt}, {remaining} left{postfix}"
 
 
 def is_terminal(stream=None) -> bool:
@@ -108,6 +108,12 @@ class LineProgress(tqdm.std.tqdm):
         if total is not None:  # without a total, tqdm's own line has no bar: "writing: 30batch [00:12, 2.50batch/s]"
             options.setdefault("bar_format", LINE_FORMAT)
         super().__init__(iterable, **options)
+
+    def set_postfix(self, ordered_dict=None, refresh=True, **kwargs):
+        super().set_postfix(ordered_dict, refresh=False, **kwargs)  # shown with the next line, not a line of its own
+
+    def set_description(self, desc=None, refresh=True):
+        super().set_description(desc, refresh=False)
 
     def display(self, msg=None, pos=None):
         if msg == "":  # tqdm clearing its bar: a file keeps its lines

@@ -71,15 +71,16 @@ def test_a_bar_into_a_file_is_plain_lines_at_the_interval_and_at_the_end(monkeyp
     monkeypatch.setattr(progress_module, "INTERVAL_SECONDS", 30.0)
     out = io.StringIO()
     with progress_bar(total=100, desc="embedding", unit="text", file=out) as bar:
-        for _ in range(100):
+        for step in range(100):
             clock.now += 1.0  # one text per second
+            bar.set_postfix(batch=step)  # a change of postfix is no reason for a line
             bar.update(1)
     assert "\x1b" not in out.getvalue() and "\r" not in out.getvalue()
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("embedding: 0% (0/100 text)")
     assert [line.split(" (")[0] for line in lines[1:]] == ["embedding: 30%", "embedding: 60%", "embedding: 90%",
                                                            "embedding: 100%"]
-    assert lines[1] == "embedding: 30% (30/100 text), 1.00text/s, 01:10 left"
+    assert lines[1] == "embedding: 30% (30/100 text), 1.00text/s, 01:10 left, batch=29"
 
 
 def test_a_bar_without_a_total_and_one_that_is_disabled():
