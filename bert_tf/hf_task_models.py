@@ -19,14 +19,13 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
 import numpy as np
 
 from bert_tf.checkpoints.contents import assign_weights
-from bert_tf.checkpoints.huggingface import hf_tensors, read_hf_directory, read_hf_tensors, write_hf_files
+from bert_tf.checkpoints.huggingface import hf_tensors, read_hf_directory_and_head, write_hf_files
 from bert_tf.classifier import BertClassifier
 from bert_tf.model import BertModel
 from bert_tf.span_labeler import BertSpanLabeler
@@ -77,9 +76,7 @@ def read_hf_task_model(path: str | Path):
     cls, head_name = classes.get((settings.get("architectures") or [None])[0], (None, None))
     if cls is None:
         return None
-    contents = read_hf_directory(directory)
-    contents = dataclasses.replace(contents, unrecognized=[name for name in contents.unrecognized
-                                                           if not name.startswith(f"{head_name}.")])
+    contents, head_tensors = read_hf_directory_and_head(directory, head_name)
     encoder = BertModel(contents.config)
     labels = [str(label) for _, label in sorted((int(index), label)
                                                  for index, label in settings.get("id2label", {}).items())]
@@ -95,9 +92,9 @@ def read_hf_task_model(path: str | Path):
     variables = {name: variable for name, variable in encoder.google_weights().items()
                  if cls is BertClassifier or not name.startswith("pooler/")}  # the other two have no pooler
     assign_weights(variables, contents, what=cls.__name__)
-    tensors, head = read_hf_tensors(directory), _head(model)
-    head.kernel.assign(np.asarray(tensors[f"{head_name}.weight"], np.float32).T)
-    head.bias.assign(np.asarray(tensors[f"{head_name}.bias"], np.float32))
+    head = _head(model)
+    head.kernel.assign(head_tensors[f"{head_name}.weight"].T)
+    head.bias.assign(head_tensors[f"{head_name}.bias"])
     encoder.vocab_file, encoder.lower_case = contents.vocab_file, contents.lower_case
     return model
 

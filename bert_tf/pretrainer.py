@@ -14,7 +14,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import logging
 
 import keras
@@ -161,7 +160,7 @@ class BertPretrainer(keras.Model):
         pre-training checkpoints do); otherwise they start from random values (logged).
         """
         contents = read_checkpoint(path_or_preset)
-        with weights_loaded_next() if contents.head_weights() else contextlib.nullcontext():
+        with weights_loaded_next(every_weight=bool(contents.head_weights())):
             pretrainer = cls(BertModel(contents.config))
         variables = pretrainer.google_weights()
         if not contents.head_weights():

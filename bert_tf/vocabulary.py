@@ -30,8 +30,8 @@ from typing import Iterable, Sequence
 import numpy as np
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib
-from bert_tf.progress import progress_bar
 
+from bert_tf.progress import progress_bar
 from bert_tf.text_files import first_non_utf8_byte, not_utf8_error, not_utf8_message
 from bert_tf.text_normalization import character_table, split_words
 

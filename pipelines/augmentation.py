@@ -22,8 +22,8 @@ import tensorflow as tf
 
 from bert_tf.inspection.fill_mask import mask_probabilities
 from bert_tf.pretrainer import BertPretrainer
-from bert_tf.tokenizer import BertTokenizer
 from bert_tf.progress import TextProgress
+from bert_tf.tokenizer import BertTokenizer
 from bert_tf.vocabulary import SUFFIX_INDICATOR, is_bracketed
 
 COPIES, PROBABILITY, TOP_K = 20, 0.4, 15  # TinyBERT's N_a, p_t and K

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Sequence
 
 import syntok.segmenter
+
 from bert_tf.progress import progress_bar
 
 logger = logging.getLogger(__name__)

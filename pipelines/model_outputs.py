@@ -15,6 +15,7 @@ from __future__ import annotations
 import keras
 import numpy as np
 import tensorflow as tf
+
 from bert_tf.progress import progress_bar
 
 

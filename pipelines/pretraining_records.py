@@ -18,6 +18,7 @@ from typing import Sequence
 
 import numpy as np
 import tensorflow as tf
+
 from bert_tf.progress import progress_bar
 
 # Our feature name → google-research/bert's.

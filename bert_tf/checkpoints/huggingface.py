@@ -112,13 +112,21 @@ def is_hf_directory(path: Path) -> bool:
 
 def read_hf_directory(path: str | Path) -> CheckpointContents:
     """Reads a Hugging Face BERT directory (BertModel, BertForPreTraining, BertForMaskedLM, ...)."""
+    return read_hf_directory_and_head(path, head=None)[0]
+
+
+def read_hf_directory_and_head(path: str | Path, head: str | None) -> tuple[CheckpointContents, dict[str, np.ndarray]]:
+    """`read_hf_directory`, and the tensors of the task head named `head` (e.g. "classifier": `classifier.weight`,
+    `classifier.bias`), set aside for the caller that loads them rather than reported as not BERT's."""
     directory = Path(path)
     config = BertConfig.from_json_file(directory / "config.json", style="hf")
     tensors, source = _read_tensors(directory)
-    weights, ignored, unrecognized = {}, [], []
+    weights, ignored, unrecognized, head_tensors = {}, [], [], {}
     for hf_name, value in tensors.items():
         google_name = hf_to_google_name(hf_name)
-        if hf_name.removeprefix("bert.") in _TIED_OR_BUFFERS:
+        if head is not None and hf_name.startswith(f"{head}."):
+            head_tensors[hf_name] = np.asarray(value, dtype=np.float32)
+        elif hf_name.removeprefix("bert.") in _TIED_OR_BUFFERS:
             ignored.append(hf_name)
         elif google_name is None:
             unrecognized.append(hf_name)
@@ -130,7 +138,7 @@ def read_hf_directory(path: str | Path) -> CheckpointContents:
     if tokenizer_config.is_file():
         lower_case = json.loads(tokenizer_config.read_text(encoding="utf-8")).get("do_lower_case")
     vocab = directory / "vocab.txt"
-    return CheckpointContents(
+    contents = CheckpointContents(
         config=config,
         weights=weights,
         source=source,
@@ -140,6 +148,7 @@ def read_hf_directory(path: str | Path) -> CheckpointContents:
         ignored=sorted(ignored),
         unrecognized=sorted(unrecognized),
     )
+    return contents, head_tensors
 
 
 def write_hf_directory(model, out_dir: str | Path, vocab_file: str | Path | None = None,
@@ -155,9 +164,9 @@ def write_hf_directory(model, out_dir: str | Path, vocab_file: str | Path | None
     if not hasattr(model, "google_weights"):
         raise ValueError(f"write_hf_directory writes a BertModel or a BertPretrainer; a {type(model).__name__} is "
                          "written with bert_tf.write_hf_task_model.")
-    pretrainer = getattr(model, "encoder", model) is not model  # its encoder is `bert.` in BertForPreTraining
-    config = {**getattr(model, "encoder", model).config.to_hf_dict(),
-              "architectures": ["BertForPreTraining" if pretrainer else "BertModel"]}
+    encoder = getattr(model, "encoder", model)
+    pretrainer = encoder is not model  # its encoder is `bert.` in BertForPreTraining
+    config = {**encoder.config.to_hf_dict(), "architectures": ["BertForPreTraining" if pretrainer else "BertModel"]}
     return write_hf_files(out_dir, hf_tensors(model.google_weights(), "bert." if pretrainer else ""), config,
                           vocab_file, lower_case)
 
@@ -190,8 +199,3 @@ def write_hf_files(out_dir: str | Path, tensors: dict[str, np.ndarray], config: 
             json.dumps({"do_lower_case": lower_case, "tokenizer_class": "BertTokenizer"}, indent=2) + "\n"
         )
     return out
-
-
-def read_hf_tensors(path: str | Path) -> dict[str, np.ndarray]:
-    """Every tensor of a Hugging Face directory by its own name (safetensors, or a pickle read without code)."""
-    return _read_tensors(Path(path))[0]

@@ -33,13 +33,13 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 import tensorflow as tf
-from bert_tf.progress import progress_bar
 
 from bert_tf.config import check_sequence_length
 from bert_tf.inspection.exported_encoder import ExportedEncoder
 from bert_tf.inspection.pooling import TOKEN_POOLINGS, l2_normalize, pool_tokens
 from bert_tf.model import INPUT_NAMES, BertModel
 from bert_tf.preprocessor import BertPreprocessor
+from bert_tf.progress import progress_bar
 from bert_tf.tokenizer import BertTokenizer
 from bert_tf.vocabulary import SUFFIX_INDICATOR
 

@@ -14,7 +14,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 from pathlib import Path
@@ -108,7 +107,7 @@ def _read_any_checkpoint(path):
     has_heads = bool(contents.head_weights(MLM_HEAD_PREFIX))
     optional = [NSP_HEAD_PREFIX, POOLER_PREFIX] if has_heads else [POOLER_PREFIX]
     absent = [prefix for prefix in optional if not contents.head_weights(prefix)]
-    with contextlib.nullcontext() if absent else weights_loaded_next():  # what is absent keeps random values
+    with weights_loaded_next(every_weight=not absent):  # what is absent keeps its random values
         encoder = BertModel(contents.config)
         pretrainer = BertPretrainer(encoder) if has_heads else None
     variables = (pretrainer or encoder).google_weights()

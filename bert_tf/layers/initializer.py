@@ -27,19 +27,20 @@ def weight_initializer(config: BertConfig) -> keras.initializers.Initializer:
 
 
 @contextlib.contextmanager
-def weights_loaded_next():
+def weights_loaded_next(every_weight: bool = True):
     """Within it, bert-tf layers are made to start from zeros instead of random draws.
 
     Only for models whose every weight is loaded right after they are built (from a checkpoint,
     a model file, another model): the draws would be thrown away, and they are most of the
     time a build takes. Keras has no public way to build a model without initializing it;
-    this is bert-tf's own initializer choosing not to draw.
+    this is bert-tf's own initializer choosing not to draw. `every_weight=False` (some are
+    not in the checkpoint and keep their random start) changes nothing.
 
     Example:
         >>> with weights_loaded_next():
         ...     layer = keras.layers.Dense(4, kernel_initializer=weight_initializer(BertConfig()))
     """
-    token = _LOADING.set(True)
+    token = _LOADING.set(every_weight)
     try:
         yield
     finally:

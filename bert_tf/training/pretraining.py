@@ -34,8 +34,8 @@ from bert_tf.model import BertModel
 from bert_tf.model_directory import save_pretrained
 from bert_tf.optimization import OptimizerConfig
 from bert_tf.pretrainer import BertPretrainer, loss_denominators
-from bert_tf.training.checkpoint_cadence import CheckpointCadence
 from bert_tf.progress import TextProgress, is_terminal
+from bert_tf.training.checkpoint_cadence import CheckpointCadence
 from bert_tf.training.run_folder import CheckpointFolder, remove_interrupted_writes
 from bert_tf.training.stop_signals import STOP_SIGNALS, StopSignals
 from bert_tf.training.strategy import STRATEGY_NAMES, is_chief, make_strategy, worker_directory
