@@ -34,9 +34,9 @@ import numpy as np
 import bert_tf
 from benchmarks.machine import machine_info, machine_line
 from benchmarks.report import RESULTS_MD, BenchmarkResult, markdown_table, run_missing, write_result
+from bert_tf.tasks.registry import task_from_directory
 from pipelines import finetune as finetune_module
 from pipelines.finetune import FinetuneConfig, finetune
-from pipelines.tasks import task_from_directory
 
 DATA = Path(os.environ.get("BERT_TF_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 PRESETS = ("tiny", "mini", "base")

@@ -30,7 +30,7 @@ from benchmarks import quality
 from benchmarks.harness import usable_cores
 from benchmarks.report import BenchmarkResult, markdown_table
 from benchmarks.settings import Settings
-from pipelines.tasks import task_from_directory
+from bert_tf.tasks.registry import task_from_directory
 from serving.export.saved_model import export_saved_model
 from serving.export.tflite import export_tflite
 from serving.tflite_runner import TfliteModel

@@ -292,7 +292,9 @@ def own_pipeline_predictions(model, config, task, vocab_file: Path, lower_case: 
 
 def official_scores(config, task, predictions) -> dict:
     """The official dev scores of own-pipeline predictions: GLUE accuracy and F1, conlleval, evaluate-v1.1."""
-    from bert_tf.metrics import ner_scores, precision_recall_f1, squad_scores
+    from bert_tf.tasks.classification.metrics import precision_recall_f1
+    from bert_tf.tasks.ner.metrics import ner_scores
+    from bert_tf.tasks.squad.metrics import squad_scores
 
     examples = task.read(config.dev_file)
     if config.task == "classify":

@@ -8,7 +8,7 @@ batch 32, sequence length 128, float32:
   measured by `benchmarks.pipelines`): KerasHub `BertTextClassifier` on the output of its
   `BertTextClassifierPreprocessor(sequence_length=128)`; bert_tf `BertClassifier` on
   `BertPreprocessor` batches padded to 128 (the same work), and on length-bucketed batches
-  padded to their longest (`pipelines.bucketing`, what `bert-tf finetune` does by default).
+  padded to their longest (`bert_tf.tasks.bucketing`, what `bert-tf finetune` does by default).
 - Pre-training on batches made by `pipelines.pretraining.pretraining_dataset` from the team
   corpus (cached, so that this measures the training step; `benchmarks.pipelines` measures
   the pipeline): bert_tf `BertPretrainer` (masked LM + next sentence, vocabulary
@@ -85,8 +85,8 @@ def finetuning_contenders(config, settings: Settings, steps: int) -> list[Conten
     """KerasHub and bert_tf classifiers with the same weights, each training on `steps` SST-2 batches per call."""
     import keras_hub
 
-    from pipelines.bucketing import batch_examples, rows_dataset
-    from pipelines.classification_data import TextPacker
+    from bert_tf.tasks.bucketing import batch_examples, rows_dataset
+    from bert_tf.tasks.classification.data import TextPacker
 
     texts, labels = sst2(settings.data_file("sst2", "train.tsv"), DISTINCT_BATCHES * BATCH_SIZE)
     backbone = keras_hub_backbone(config)

@@ -29,7 +29,6 @@ import tensorflow_text  # noqa: E402,F401
 
 from bert_tf import metrics  # noqa: E402
 from bert_tf.checkpoints import from_pretrained, read_checkpoint, write_hf_directory  # noqa: E402
-from bert_tf.classifier import BertClassifier  # noqa: E402
 from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.distillation import Distiller, student_from_teacher  # noqa: E402
 from bert_tf.hf_task_models import read_hf_task_model, write_hf_task_model  # noqa: E402
@@ -40,12 +39,13 @@ from bert_tf.optimization import OptimizerConfig, WarmupLinearDecay, create_opti
 from bert_tf.precision import with_precision  # noqa: E402
 from bert_tf.preprocessor import BertPreprocessor  # noqa: E402
 from bert_tf.pretrainer import BertPretrainer  # noqa: E402
-from bert_tf.span_labeler import BertSpanLabeler  # noqa: E402
+from bert_tf.tasks.classification.model import BertClassifier  # noqa: E402
+from bert_tf.tasks.ner.model import BertTokenClassifier  # noqa: E402
+from bert_tf.tasks.ner.word_alignment import IGNORE_LABEL, align_word_labels, first_piece_positions, word_predictions  # noqa: E402
 from bert_tf.tasks.spec import TaskSpec  # noqa: E402
-from bert_tf.token_classifier import BertTokenClassifier  # noqa: E402
+from bert_tf.tasks.squad.model import BertSpanLabeler  # noqa: E402
 from bert_tf.tokenizer import BertTokenizer  # noqa: E402
 from bert_tf.vocabulary import Vocabulary, check_casing, learn_vocabulary  # noqa: E402
-from bert_tf.word_alignment import IGNORE_LABEL, align_word_labels, first_piece_positions, word_predictions  # noqa: E402
 
 from bert_tf._version import __version__  # noqa: E402
 

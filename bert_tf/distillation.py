@@ -37,11 +37,11 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from bert_tf.classifier import BertClassifier
 from bert_tf.model import BertModel
-from bert_tf.span_labeler import BertSpanLabeler
-from bert_tf.token_classifier import BertTokenClassifier
-from bert_tf.word_alignment import IGNORE_LABEL
+from bert_tf.tasks.classification.model import BertClassifier
+from bert_tf.tasks.ner.model import BertTokenClassifier
+from bert_tf.tasks.ner.word_alignment import IGNORE_LABEL
+from bert_tf.tasks.squad.model import BertSpanLabeler
 
 TASK_MODELS = (BertClassifier, BertTokenClassifier, BertSpanLabeler)
 

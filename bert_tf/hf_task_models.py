@@ -26,11 +26,11 @@ import numpy as np
 
 from bert_tf.checkpoints.contents import assign_weights
 from bert_tf.checkpoints.huggingface import hf_tensors, read_hf_directory_and_head, write_hf_files
-from bert_tf.classifier import BertClassifier
 from bert_tf.model import BertModel
-from bert_tf.span_labeler import BertSpanLabeler
+from bert_tf.tasks.classification.model import BertClassifier
+from bert_tf.tasks.ner.model import BertTokenClassifier
 from bert_tf.tasks.spec import TaskSpec
-from bert_tf.token_classifier import BertTokenClassifier
+from bert_tf.tasks.squad.model import BertSpanLabeler
 
 TASK_SPEC_KEY = "bert_tf_task"  # a config.json entry transformers keeps as it is
 HF_TASK_CLASSES = {BertClassifier: ("BertForSequenceClassification", "classifier"),

@@ -206,11 +206,11 @@ def task_spec_for(model, task: TaskSpec | str | None = None, seq_length: int | N
 
 def task_of_model(model) -> str:
     """"classify", "ner", "squad", "pretrainer" or "encoder", from the model's class."""
-    from bert_tf.classifier import BertClassifier
     from bert_tf.model import BertModel
     from bert_tf.pretrainer import BertPretrainer
-    from bert_tf.span_labeler import BertSpanLabeler
-    from bert_tf.token_classifier import BertTokenClassifier
+    from bert_tf.tasks.classification.model import BertClassifier
+    from bert_tf.tasks.ner.model import BertTokenClassifier
+    from bert_tf.tasks.squad.model import BertSpanLabeler
 
     for cls, name in ((BertClassifier, "classify"), (BertTokenClassifier, "ner"), (BertSpanLabeler, "squad"),
                       (BertPretrainer, "pretrainer"), (BertModel, "encoder")):

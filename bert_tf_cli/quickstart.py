@@ -60,8 +60,8 @@ class StageResult:
 
 def _training_texts(config: QuickstartConfig, out: Path) -> Path:
     """The corpus plus the training texts, for vocabulary learning (labels left out)."""
+    from bert_tf.tasks.classification.data import read_classification_file
     from bert_tf.text_files import utf8_lines
-    from pipelines.classification_data import read_classification_file
 
     path = out / "vocabulary_text.txt"
     lines = ["".join(utf8_lines(f)) for f in config.corpus]
@@ -101,8 +101,8 @@ def pretrain(config: QuickstartConfig, out: Path, state: dict) -> str:
 
 
 def finetune(config: QuickstartConfig, out: Path, state: dict) -> str:
-    from pipelines.finetune_config import FinetuneConfig
     from pipelines.finetune import finetune as run_finetune
+    from pipelines.finetune_config import FinetuneConfig
 
     result = run_finetune(FinetuneConfig(
         task="classify", train_file=config.train, dev_file=config.dev, init=state["pretrained"],
@@ -117,8 +117,8 @@ def finetune(config: QuickstartConfig, out: Path, state: dict) -> str:
 def serve(config: QuickstartConfig, out: Path, state: dict) -> str:
     import numpy as np
 
-    from serving.export.saved_model import export_saved_model
     from serving.client.grpc_client import GrpcClient
+    from serving.export.saved_model import export_saved_model
     from serving.server.model_server import ModelServer
 
     version_dir = export_saved_model(state["classifier"], out / "serving", "demo", version=_next_free_version(out))

@@ -43,14 +43,14 @@ from bert_tf.checkpoints.pretrained import presets_home
 from bert_tf.distillation import Distiller, student_from_teacher
 from bert_tf.inspection.loading import load_inspection_model
 from bert_tf.optimization import create_optimizer
+from bert_tf.progress import TextProgressCallback, is_terminal
+from bert_tf.tasks.base import FinetuneTask
+from bert_tf.tasks.registry import task_from_directory, task_from_spec
 from bert_tf.text_files import existing_file, utf8_lines
 from bert_tf.tokenizer import BertTokenizer
-from bert_tf.progress import TextProgressCallback, is_terminal
 from bert_tf.vocabulary import read_vocab_file, resolve_lower_case
 from pipelines.augmentation import augment_texts
 from pipelines.finetune_config import FinetuneConfig
-from pipelines.finetune_task import FinetuneTask
-from pipelines.tasks import task_from_config, task_from_directory
 
 CASING_FLAGS = ("--cased (lower_case=False)", "--uncased (lower_case=True)")  # how casing errors name them
 
@@ -155,7 +155,7 @@ def training_data(config: FinetuneConfig, tokenizer: BertTokenizer, teacher=None
     wherever they are made after `keras.utils.set_random_seed(config.seed)` (a reference framework can
     train on exactly them: benchmarks/quality.py). With a `teacher` (`ModelDirectory`), its task and labels,
     and the unlabeled and augmented texts it labels."""
-    task = task_from_config(config, tokenizer) if teacher is None else task_from_directory(teacher)
+    task = task_from_spec(config.task_spec(), tokenizer) if teacher is None else task_from_directory(teacher)
     examples = _subset(task, task.read(config.train_file, fit_labels=teacher is None), config)
     for path in config.unlabeled_files:
         texts = [line.strip() for line in utf8_lines(existing_file(path, "Unlabeled file", "--unlabeled"))]

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from bert_tf.tasks.spec import DEFAULT_SEQ_LENGTH, FINETUNED_TASKS as TASKS, TaskSpec
+from bert_tf.tasks.spec import DEFAULT_SEQ_LENGTH, TaskSpec
+from bert_tf.tasks.spec import FINETUNED_TASKS as TASKS
+
 BASE_LEARNING_RATE = 5e-5  # BERT's fine-tuning recipe for base and large
 SMALL_MODEL_LEARNING_RATE = 1e-4  # models under BERT-base's width (benchmarks/RESULTS.md)
 # The dev-set score that picks the best epoch and drives early stopping (higher is better).
@@ -52,11 +54,11 @@ class FinetuneConfig:
     max_train_examples: int | None = None  # a seeded random subset of the training file (quick runs)
     overwrite: bool = False  # replace an existing non-empty output_dir
     # Classification.
-    text_column: str | None = None  # None: GLUE's and common column names (pipelines.classification_data)
+    text_column: str | None = None  # None: GLUE's and common column names (bert_tf.tasks.classification.data)
     text_pair_column: str | None = None
     label_column: str | None = None
     # The class names in id order (Hugging Face's id2label); the files' labels are these names or their ids
-    # 0 .. n-1. Empty: the training file's labels, numerically or alphabetically sorted (pipelines.labels).
+    # 0 .. n-1. Empty: the training file's labels, numerically or alphabetically sorted (bert_tf.tasks.labels).
     label_names: tuple[str, ...] = ()
     multi_label: bool = False  # each example has any number of labels (sigmoid per class)
     label_separator: str = TaskSpec.label_separator  # between the labels of a CSV/TSV cell (multi_label)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import bert_tf
-from pipelines.tasks import task_from_directory
+from bert_tf.tasks.registry import task_from_directory
 
 
 class Predictor:

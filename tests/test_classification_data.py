@@ -7,13 +7,13 @@ import re
 import numpy as np
 import pytest
 import tensorflow as tf
+from tiny_finetune_files import write_vocab
 
 import bert_tf
-from pipelines import classification_data
-from pipelines.bucketing import batch_examples, count_batches
-from pipelines.classification_data import TextPacker, read_classification_file
-from pipelines.labels import encode_labels, label_vocabulary
-from tiny_finetune_files import write_vocab
+from bert_tf.tasks.bucketing import batch_examples, count_batches
+from bert_tf.tasks.classification.data import TextPacker, read_classification_file
+from bert_tf.tasks.labels import encode_labels, label_vocabulary
+from bert_tf.tasks.classification import data as classification_data
 
 
 def write(path, text, encoding="utf-8"):

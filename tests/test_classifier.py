@@ -1,9 +1,9 @@
 import keras
 import numpy as np
 import pytest
-
-from bert_tf.classifier import BertClassifier
 from tiny_tasks import classification_data, compiled_task, tiny_encoder
+
+from bert_tf.tasks.classification.model import BertClassifier
 
 
 @pytest.mark.parametrize(

@@ -2,12 +2,12 @@
 
 import numpy as np
 import pytest
+from tiny_finetune_files import write_conll, write_vocab
 
 import bert_tf
-from bert_tf.metrics import extract_entities
-from pipelines.conll import read_conll, tag_scheme, to_bio
-from pipelines.ner_features import ner_features, sentence_predictions, word_pieces
-from tiny_finetune_files import write_conll, write_vocab
+from bert_tf.tasks.ner.conll import read_conll, tag_scheme, to_bio
+from bert_tf.tasks.ner.features import ner_features, sentence_predictions, word_pieces
+from bert_tf.tasks.ner.metrics import extract_entities
 
 IGNORE = bert_tf.IGNORE_LABEL
 

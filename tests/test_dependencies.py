@@ -38,8 +38,7 @@ SERVING_ROOMS = ("serving.export", "serving.server", "serving.client")
 REACH_RULES = {
     "checkpoints read formats into the encoder, no head or text": (
         "bert_tf.checkpoints",
-        ("bert_tf.classifier", "bert_tf.token_classifier", "bert_tf.span_labeler", "bert_tf.pretrainer",
-         "bert_tf.task_model", "bert_tf.tokenizer", "bert_tf.vocabulary", "bert_tf.preprocessor", "bert_tf.tasks",
+        ("bert_tf.tasks", "bert_tf.pretrainer", "bert_tf.tokenizer", "bert_tf.vocabulary", "bert_tf.preprocessor",
          "bert_tf.model_directory"),
     ),
     "clients need no server and no export writer": ("serving.client", ("serving.server", "serving.export")),

@@ -5,15 +5,15 @@ import re
 
 import numpy as np
 import pytest
+from tiny_finetune_files import VOCAB, write_bert_config, write_sentiment_tsv, write_vocab
 
 import bert_tf
-from pipelines.finetune_config import FinetuneConfig
 from bert_tf.metrics import SparseCategoricalFocalLoss
+from bert_tf.tasks.classification.task import ClassificationData, ClassificationTask
 from bert_tf.tasks.spec import TaskSpec
 from bert_tf.tokenizer import BertTokenizer
-from pipelines.classification_task import ClassificationData, ClassificationTask
 from pipelines.finetune import evaluate, finetune, load_encoder
-from tiny_finetune_files import VOCAB, write_bert_config, write_sentiment_tsv, write_vocab
+from pipelines.finetune_config import FinetuneConfig
 
 
 @pytest.fixture

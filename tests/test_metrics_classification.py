@@ -3,15 +3,8 @@ import math
 import numpy as np
 import pytest
 
-from bert_tf.metrics import (
-    accuracy,
-    class_weights,
-    classification_report,
-    confusion_matrix,
-    macro_f1,
-    matthews_corrcoef,
-    precision_recall_f1,
-)
+from bert_tf.tasks.classification.metrics import accuracy, class_weights, classification_report, confusion_matrix
+from bert_tf.tasks.classification.metrics import macro_f1, matthews_corrcoef, precision_recall_f1
 
 # Confusion (rows true, columns predicted) for classes 0, 1, 2:
 #   [[1, 1, 0],

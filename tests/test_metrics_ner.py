@@ -1,6 +1,6 @@
 import pytest
 
-from bert_tf.metrics import extract_entities, ner_scores
+from bert_tf.tasks.ner.metrics import extract_entities, ner_scores
 
 
 @pytest.mark.parametrize(

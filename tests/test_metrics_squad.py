@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from bert_tf.metrics import exact_match, f1_score, normalize_answer, squad_scores
+from bert_tf.tasks.squad.metrics import exact_match, f1_score, normalize_answer, squad_scores
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""`bert_tf.tasks.ner.word_entities`: entities from tagged words, as Hugging Face's `aggregation_strategy="simple"`."""
+"""`bert_tf.tasks.ner.ops.word_entities`: entities from tagged words, as Hugging Face's `aggregation_strategy="simple"`."""
 
 import random
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.tasks.ner import word_entities
+from bert_tf.tasks.ner.ops import word_entities
 
 LABELS = ["B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER", "O"]
 

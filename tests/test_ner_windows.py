@@ -1,4 +1,4 @@
-"""`bert_tf.tasks.ner.word_windows`: the greedy whole-word windows against a plain Python reference, and the
+"""`bert_tf.tasks.ner.ops.word_windows`: the greedy whole-word windows against a plain Python reference, and the
 exported SavedModel tagging long texts word for word as `bert-tf predict` does."""
 
 import random
@@ -6,12 +6,12 @@ import random
 import numpy as np
 import pytest
 import tensorflow as tf
+from tiny_exports import VOCAB, tiny_encoder, write_vocab
 
 import bert_tf
-from bert_tf.tasks.ner import word_windows
-from pipelines.ner_features import ner_features
+from bert_tf.tasks.ner.features import ner_features
+from bert_tf.tasks.ner.ops import word_windows
 from serving.export.saved_model import export_saved_model
-from tiny_exports import VOCAB, tiny_encoder, write_vocab
 
 VOCABULARY = bert_tf.Vocabulary(tuple(VOCAB), lower_case=True)
 UNK, CLS, SEP = VOCABULARY.unk_id, VOCABULARY.cls_id, VOCABULARY.sep_id

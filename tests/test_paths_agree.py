@@ -18,16 +18,18 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from tiny_finetune_files import NEGATIVE, NER_SENTENCES, NEUTRAL, POSITIVE, write_bert_config, write_vocab
 
 import bert_tf
+from bert_tf.tasks.ner.metrics import ner_scores
+from bert_tf.tasks.squad.metrics import squad_scores
 from bert_tf_cli import main
-from serving.export.saved_model import export_saved_model
 from serving.client.grpc_client import GrpcClient
-from serving.server.model_server import ModelServer
 from serving.client.server_prediction import ServerPredictor
+from serving.export.saved_model import export_saved_model
 from serving.export.tflite import export_tflite
+from serving.server.model_server import ModelServer
 from serving.tflite_runner import TfliteModel
-from tiny_finetune_files import NEGATIVE, NER_SENTENCES, NEUTRAL, POSITIVE, write_bert_config, write_vocab
 
 SEQ_LENGTH = 24
 
@@ -235,7 +237,7 @@ def test_ner_tags_of_long_sentences_agree_on_every_path(tmp_path, capsys):
     remote = [list(zip(result["words"], result["tags"])) for result in recognized]
     assert all(len(tagged) == len(words) and "" not in dict(tagged).values()
                for tagged, (words, _) in zip(remote, dev_sentences))
-    scores = bert_tf.metrics.ner_scores([tags for _, tags in dev_sentences], [[tag for _, tag in s] for s in remote])
+    scores = ner_scores([tags for _, tags in dev_sentences], [[tag for _, tag in s] for s in remote])
     assert scores["f1"] == pytest.approx(evaluated["f1"], abs=1e-12) and evaluated["f1"] > 0.3, evaluated["f1"]
     assert scores["accuracy"] == pytest.approx(evaluated["accuracy"], abs=1e-12)
 
@@ -281,7 +283,7 @@ def test_squad_answers_over_many_windows_agree_on_every_path(tmp_path, capsys):
     np.testing.assert_allclose([[a["score"], a["probability"]] for a in remote],
                                [[a["score"], a["probability"]] for a in local], atol=1e-5, rtol=0)
     assert any(a["start"] > 200 for a in remote)  # answers beyond the first window are found
-    scores = bert_tf.metrics.squad_scores({i: a["text"] for i, a in zip(ids, remote)}, dict(zip(ids, truths)))
+    scores = squad_scores({i: a["text"] for i, a in zip(ids, remote)}, dict(zip(ids, truths)))
     assert scores == pytest.approx({"exact_match": evaluated["exact_match"], "f1": evaluated["f1"]}, abs=1e-9)
 
 

@@ -1,7 +1,7 @@
 """Model directories written before the tasks moved into `bert_tf/tasks/<task>/` still load and answer the same.
 
 The fixtures (`tests/fixtures/previous_layout/`, see its README) were saved by the earlier layout, whose `.keras`
-files name modules that no longer exist (`bert_tf.classifier`, ...): the registered class names carry them.
+files name modules that no longer exist (`bert_tf.tasks.classification.model`, ...): the registered class names carry them.
 """
 
 import json

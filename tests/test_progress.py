@@ -36,8 +36,9 @@ def plain_lines(text: str) -> list[str]:
 
 
 def test_finetuning_into_a_file_prints_steps_not_a_bar(tmp_path, capsys, monkeypatch):
-    from pipelines.finetune import FinetuneConfig, finetune
     from tiny_finetune_files import write_bert_config, write_sentiment_tsv, write_vocab
+
+    from pipelines.finetune import FinetuneConfig, finetune
 
     monkeypatch.setattr(progress_module, "INTERVAL_SECONDS", 0.0)
     config = FinetuneConfig(task="classify", train_file=str(write_sentiment_tsv(tmp_path / "train.tsv", 32, 0)),
@@ -108,10 +109,10 @@ def test_a_terminal_keeps_the_bar():
 def test_predicting_into_a_file_prints_lines_not_a_bar(capsys, monkeypatch):
     import numpy as np
     import tensorflow as tf
+    from tiny_exports import tiny_encoder
 
     import bert_tf
-    from pipelines.model_outputs import predict_examples
-    from tiny_exports import tiny_encoder
+    from bert_tf.tasks.model_outputs import predict_examples
 
     monkeypatch.setattr(progress_module, "INTERVAL_SECONDS", 0.0)
     ids = np.ones([6, 5], np.int32)

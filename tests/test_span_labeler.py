@@ -2,10 +2,10 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from tiny_tasks import compiled_task, span_data, tiny_encoder
 
 from bert_tf.layers.attention import MASKED_SCORE
-from bert_tf.span_labeler import BertSpanLabeler
-from tiny_tasks import compiled_task, span_data, tiny_encoder
+from bert_tf.tasks.squad.model import BertSpanLabeler
 
 
 def test_outputs_start_and_end_logits_with_padding_masked():

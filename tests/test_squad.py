@@ -4,13 +4,13 @@ import json
 
 import numpy as np
 import pytest
+from tiny_finetune_files import squad_json, write_squad, write_vocab
 
 import bert_tf
-from bert_tf.metrics import squad_scores
-from pipelines.squad import Answer, SquadExample, read_squad
-from pipelines.squad_features import answer_token_span, squad_features, token_span_text, tokenize_contexts
-from pipelines.squad_postprocess import answer_predictions
-from tiny_finetune_files import squad_json, write_squad, write_vocab
+from bert_tf.tasks.squad.data import Answer, SquadExample, read_squad
+from bert_tf.tasks.squad.features import answer_token_span, squad_features, token_span_text, tokenize_contexts
+from bert_tf.tasks.squad.metrics import squad_scores
+from bert_tf.tasks.squad.postprocess import answer_predictions
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 import bert_tf
-from pipelines.squad import read_squad
-from pipelines.squad_features import answer_token_span, squad_features, token_span_text
-from pipelines.squad_postprocess import answer_predictions
+from bert_tf.tasks.squad.data import read_squad
+from bert_tf.tasks.squad.features import answer_token_span, squad_features, token_span_text
+from bert_tf.tasks.squad.postprocess import answer_predictions
 
 
 @pytest.fixture(scope="module")

@@ -1,14 +1,14 @@
-"""`bert_tf.tasks.squad`: doc-stride windows and the best answer over them, against plain-Python references
+"""`bert_tf.tasks.squad.ops`: doc-stride windows and the best answer over them, against plain-Python references
 of google-research/bert's rules; and the SavedModel answering exactly as `bert-tf predict` does."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from tiny_exports import VOCAB, tiny_encoder, write_vocab
 
 import bert_tf
-from bert_tf.tasks.squad import WindowLayout, _max_context_window, best_answers, squad_windows
+from bert_tf.tasks.squad.ops import WindowLayout, _max_context_window, best_answers, squad_windows
 from serving.export.saved_model import export_saved_model
-from tiny_exports import VOCAB, tiny_encoder, write_vocab
 
 VOCABULARY = bert_tf.Vocabulary(("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"), lower_case=True)
 CLS, SEP = VOCABULARY.cls_id, VOCABULARY.sep_id

@@ -2,10 +2,10 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from tiny_tasks import compiled_task, tiny_encoder, token_data
 
 from bert_tf.metrics import MaskedSparseCategoricalAccuracy
-from bert_tf.token_classifier import BertTokenClassifier
-from tiny_tasks import compiled_task, tiny_encoder, token_data
+from bert_tf.tasks.ner.model import BertTokenClassifier
 
 LABELS = np.array([[-100, 1, 0, -100], [-100, 2, -100, -100]])
 

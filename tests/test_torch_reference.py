@@ -15,9 +15,9 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from benchmarks import torch_reference as reference  # noqa: E402
+from bert_tf.tasks.registry import task_from_spec  # noqa: E402
 from bert_tf.tokenizer import BertTokenizer  # noqa: E402
 from pipelines.finetune_config import FinetuneConfig  # noqa: E402
-from pipelines.tasks import task_from_config  # noqa: E402
 
 CHECKPOINT = ("pretrained", "bert-mini-uncased-books")
 
@@ -66,7 +66,7 @@ def test_reference_pipeline_predicts_what_bert_tf_pipeline_predicts(shared_data,
     config = FinetuneConfig(task=task_name, train_file=str(shared_data.joinpath(*train)),
                             dev_file=str(make_dev(shared_data, tmp_path)), init=str(checkpoint),
                             output_dir=str(tmp_path / "unused"), **settings)
-    task = task_from_config(config, BertTokenizer(checkpoint / "vocab.txt", lower_case=True))
+    task = task_from_spec(config.task_spec(), BertTokenizer(checkpoint / "vocab.txt", lower_case=True))
     task.read(config.train_file, fit_labels=True)
     torch.manual_seed(0)
     model = reference.build_model(config, task.spec.label_names).eval()

@@ -136,8 +136,8 @@ def sentence_pairs_case(checkpoint):
 
 
 def ner_case(checkpoint):
-    from pipelines.bucketing import batch_examples
-    from pipelines.ner_features import ner_features
+    from bert_tf.tasks.bucketing import batch_examples
+    from bert_tf.tasks.ner.features import ner_features
 
     tokenizer = bert_tf.BertTokenizer(checkpoint / "vocab.txt")
     sentences = [["EU", "rejects", "German", "call", "to", "boycott", "British", "lamb", "."],
@@ -152,9 +152,9 @@ def ner_case(checkpoint):
 
 
 def squad_case(checkpoint):
-    from pipelines.bucketing import batch_examples
-    from pipelines.squad import Answer, SquadExample
-    from pipelines.squad_features import squad_features
+    from bert_tf.tasks.bucketing import batch_examples
+    from bert_tf.tasks.squad.data import Answer, SquadExample
+    from bert_tf.tasks.squad.features import squad_features
 
     tokenizer = bert_tf.BertTokenizer(checkpoint / "vocab.txt")
     context = ("The university's main library opened in 1963 and holds three million books. "

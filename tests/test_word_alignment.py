@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from bert_tf.word_alignment import IGNORE_LABEL, align_word_labels, first_piece_positions, word_predictions
+from bert_tf.tasks.ner.word_alignment import IGNORE_LABEL, align_word_labels, first_piece_positions, word_predictions
 
 # [CLS] new york ##er lives in ber ##lin . [SEP] [PAD]   for the words: New Yorker lives in Berlin .
 WORD_IDS = [-1, 0, 1, 1, 2, 3, 4, 4, 5, -1, -1]

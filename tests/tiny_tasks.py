@@ -14,12 +14,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.classifier import BertClassifier
 from bert_tf.config import BertConfig
 from bert_tf.model import BertModel
 from bert_tf.optimization import AdamW, create_optimizer
-from bert_tf.span_labeler import BertSpanLabeler
-from bert_tf.token_classifier import BertTokenClassifier
+from bert_tf.tasks.classification.model import BertClassifier
+from bert_tf.tasks.ner.model import BertTokenClassifier
+from bert_tf.tasks.squad.model import BertSpanLabeler
 
 SEQ_LENGTH = 8
 TINY = dict(

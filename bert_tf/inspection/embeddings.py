@@ -48,7 +48,7 @@ logger = logging.getLogger(__name__)
 POOLINGS = TOKEN_POOLINGS + ("pooled",)
 LAST_FOUR_LAYERS = (-4, -3, -2, -1)
 EMBEDDINGS = "embeddings"  # the layer before the first block
-NO_WORD = -1  # word index of [CLS] and [SEP], as in bert_tf.word_alignment
+NO_WORD = -1  # word index of [CLS] and [SEP], as in bert_tf.tasks.ner.word_alignment
 
 
 def _is_layer(layer) -> bool:

@@ -16,7 +16,7 @@ Example:
 import keras
 import tensorflow as tf
 
-from bert_tf.word_alignment import IGNORE_LABEL
+from bert_tf.tasks.ner.word_alignment import IGNORE_LABEL
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")

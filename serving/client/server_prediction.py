@@ -10,7 +10,7 @@ the task:
   (`recognize`), or `[(word, tag), ...]` (`tag`); words split as BERT's basic tokenizer splits them;
 - squad: `{"text", "start", "end", "score", "probability"}` per question (character
   offsets into its context; "" for no answer), the best span over every window of the
-  context, as the local pipeline finds it (`bert_tf.tasks.squad`).
+  context, as the local pipeline finds it (`bert_tf.tasks.squad.ops`).
 A failed call raises one line naming the server, the model and what to check
 (`serving.client.grpc_client.one_line_error`): ConnectionError when no server answers,
 ValueError when it refuses (e.g. an unknown model name).

@@ -59,12 +59,13 @@ from pathlib import Path
 import tensorflow as tf
 
 from bert_tf.model_directory import load_model_directory
-from bert_tf.tasks import ner, squad
-from bert_tf.tasks.classification import text_packer
+from bert_tf.tasks.classification.ops import text_packer
+from bert_tf.tasks.ner import ops as ner
+from bert_tf.tasks.squad import ops as squad
 from bert_tf.tasks.text_budget import cut_text
 from bert_tf.tokenizer import BertTokenizer
-from serving.export.signatures import ServingSpec, model_info_function, serve_ids_function, serving_spec
-from serving.export.signatures import task_outputs, text_input_specs
+from serving.export.signatures import ServingSpec, model_info_function, serve_ids_function, serving_spec, task_outputs
+from serving.export.signatures import text_input_specs
 from serving.export.tflite import WINDOWED_TASKS, write_tflite
 from serving.protocol import TFLITE_MODEL_FILE
 
@@ -182,19 +183,19 @@ class TextSignatures:
     - ner: the text is split into words as BERT's basic tokenizer splits it (at whitespace and
       around punctuation, `BertTokenizer.words`, as `pipelines.prediction` does), each word into
       pieces, and the words into windows of `seq_length` tokens as `bert-tf predict` does
-      (`bert_tf.tasks.ner`); a word's tag is its first piece's. The per-token outputs are per
+      (`bert_tf.tasks.ner.ops`); a word's tag is its first piece's. The per-token outputs are per
       window, [batch, most windows, seq_length, ...] (zeros and "" for the windows a text does
       not have). Extra outputs: `words` and `word_tags` (string [batch, most words], "" only after
-      the last word), and the entities (`bert_tf.tasks.ner.word_entities`, Hugging Face's
+      the last word), and the entities (`bert_tf.tasks.ner.ops.word_entities`, Hugging Face's
       "simple" aggregation), [batch, most entities]: `entity_type`, `entity_text` (string, ""
       after the last), `entity_char_start`, `entity_char_end` (int32 code-point offsets, end
       exclusive) and `entity_score` (float32).
     - squad: the question and its context become doc-stride windows and the answer is the
-      best span over all of them, as `bert-tf predict` finds it (`bert_tf.tasks.squad`,
+      best span over all of them, as `bert-tf predict` finds it (`bert_tf.tasks.squad.ops`,
       the directory's `doc_stride`, `max_query_length`, `max_answer_length`, `n_best_size`,
       `version_2`, `null_score_threshold`). `start_logits`, `end_logits` are per window,
       [batch, most windows, seq_length] (zeros for the windows a context does not have);
-      `answer_score`, `answer_probability` [batch] as `pipelines.squad_postprocess`; extra
+      `answer_score`, `answer_probability` [batch] as `bert_tf.tasks.squad.postprocess`; extra
       outputs `answer_text` (string [batch], "" for no answer) and `answer_char_start`,
       `answer_char_end` (int32 [batch], code-point offsets into the context, end exclusive,
       as Python `str` indices). No `answer_start`, `answer_end`: token positions name no window.

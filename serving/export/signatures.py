@@ -11,7 +11,7 @@ The task and its settings are the model directory's `bert_tf.TaskSpec` (`load_mo
 | ner | BertTokenClassifier | `text` | `probabilities` [b, s, k], `tag_ids` [b, s] int32, `tags` [b, s] string (per token; "" on padding); from text (`serving.export.saved_model.TextSignatures`): per window of whole words, [b, w, s, k] and [b, w, s] (w: most windows; zeros and "" for missing windows), and `words`, `word_tags` [b, most words], and the entities `entity_type`, `entity_text`, `entity_char_start`, `entity_char_end`, `entity_score` [b, most entities] |
 | squad | BertSpanLabeler | `question`, `context` | `start_logits`, `end_logits` [b, s]; the best span: `answer_start`, `answer_end` [b] int32 (token positions; 0, 0: no answer), `answer_score` (its start + end logit), `answer_probability` (softmax over the `n_best_size` best spans, and the null answer for SQuAD 2.0); from text (`serving.export.saved_model.TextSignatures`): the best span over every doc-stride window of the context, `start_logits`, `end_logits` per window [b, w, s] (zeros for missing windows), `answer_score`, `answer_probability` [b], `answer_text` [b] string, `answer_char_start`, `answer_char_end` [b] int32 (code points; no `answer_start`, `answer_end`) |
 
-The best SQuAD span is `bert_tf.tasks.squad.best_answers`'s, the rules `bert-tf predict`
+The best SQuAD span is `bert_tf.tasks.squad.ops.best_answers`'s, the rules `bert-tf predict`
 and evaluation use (n-best starts × ends, context tokens only, at most
 `max_answer_length` tokens, max-context windows; SQuAD 2.0: no answer when
 `null score - best score > null_score_threshold`): from text, over every doc-stride window
@@ -37,10 +37,10 @@ import tensorflow as tf
 from bert_tf.model import INPUT_NAMES
 from bert_tf.model_directory import ModelDirectory
 from bert_tf.precision import with_precision
-from bert_tf.tasks.classification import classifier_outputs
-from bert_tf.tasks.ner import token_outputs
+from bert_tf.tasks.classification.ops import classifier_outputs
+from bert_tf.tasks.ner.ops import token_outputs
 from bert_tf.tasks.spec import TaskSpec
-from bert_tf.tasks.squad import row_answers
+from bert_tf.tasks.squad.ops import row_answers
 from bert_tf.vocabulary import Vocabulary
 
 QUANTIZATIONS = ("none", "bf16", "int8")

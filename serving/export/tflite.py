@@ -29,7 +29,7 @@ NER and SQuAD have no raw-text TFLite model: they read a long input in several w
 (every word tagged; the best answer over all context windows), which needs ragged ops
 that TFLite has no kernels for. A one-window text model would silently tag fewer words and
 miss answers, so `inputs="text"` is refused for them; their "ids" model runs one window
-per row, and the windows come from `bert_tf.tasks.ner` / `bert_tf.tasks.squad` on the host.
+per row, and the windows come from `bert_tf.tasks.ner.ops` / `bert_tf.tasks.squad.ops` on the host.
 
 Dense packing (`pack_dense`, `segment_counts`, `to_longest`, at the end): token segments packed as
 `[CLS] A [SEP] B [SEP] [PAD]...` with dense ops only, where ragged packing
@@ -61,8 +61,8 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf.model_directory import load_model_directory
-from serving.export.signatures import ServingSpec, model_info_function, serve_ids_function, serving_spec
-from serving.export.signatures import task_outputs, text_input_specs
+from serving.export.signatures import ServingSpec, model_info_function, serve_ids_function, serving_spec, task_outputs
+from serving.export.signatures import text_input_specs
 from serving.tflite_runner import TfliteModel
 
 logger = logging.getLogger(__name__)

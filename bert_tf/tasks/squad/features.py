@@ -1,6 +1,6 @@
 """SQuAD features: question + context windows as BERT sequence pairs, answers as token positions.
 
-The windows are `bert_tf.tasks.squad.squad_windows`'s, the same the SavedModel makes:
+The windows are `bert_tf.tasks.squad.ops.squad_windows`'s, the same the SavedModel makes:
 each sequence is `[CLS] question [SEP] context window [SEP]` (type ids 0, then 1 from the
 window on); the question keeps its first `max_query_length` tokens; a context too long for
 the rest of `seq_length` is split into overlapping windows whose starts are `doc_stride`
@@ -33,12 +33,12 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.tasks.bucketing import rows_dataset
 from bert_tf.tasks.spec import TaskSpec
-from bert_tf.tasks.squad import WindowLayout, squad_windows
+from bert_tf.tasks.squad.data import Answer, SquadExample
+from bert_tf.tasks.squad.ops import WindowLayout, squad_windows
 from bert_tf.tasks.text_budget import cut_text
 from bert_tf.tokenizer import BertTokenizer
-from pipelines.bucketing import rows_dataset
-from pipelines.squad import Answer, SquadExample
 
 TEXTS_PER_CALL = 512  # contexts or questions tokenized per graph call
 
@@ -75,7 +75,7 @@ class SquadFeatures:
     input_word_ids: list[np.ndarray]  # per window, int32 [length]
     input_type_ids: list[np.ndarray]
     windows: list[Window]
-    layout: WindowLayout  # the windows as arrays, for `bert_tf.tasks.squad.best_answers`
+    layout: WindowLayout  # the windows as arrays, for `bert_tf.tasks.squad.ops.best_answers`
     contexts: list[ContextTokens]  # per example
     start_positions: np.ndarray | None  # per window: answer start/end positions (0: no answer here)
     end_positions: np.ndarray | None

@@ -1,7 +1,7 @@
 """`ClassificationTask`: sentence and sentence-pair classification (GLUE), single- or multi-label.
 
 Text is tokenized in the graph (`BertPreprocessor` in a `tf.function`, see
-`pipelines.classification_data.TextPacker`), once per file. Scores:
+`bert_tf.tasks.classification.data.TextPacker`), once per file. Scores:
 accuracy, macro-F1, Matthews correlation and per-class precision/recall/F1; for two
 classes also `f1`, the F1 of the second class (GLUE's positive class "1" for MRPC and QQP).
 Multi-label: a class is predicted when its sigmoid is at least `multi_label_threshold` (0.5);
@@ -21,12 +21,13 @@ import dataclasses
 
 import numpy as np
 
-from bert_tf.classifier import BertClassifier
-from bert_tf.metrics import SparseCategoricalFocalLoss, class_weights, classification_report, precision_recall_f1
-from pipelines.bucketing import rows_dataset
-from pipelines.classification_data import ClassificationExamples, TextPacker, read_classification_file
-from pipelines.finetune_task import FinetuneTask
-from pipelines.labels import encode_labels, label_vocabulary
+from bert_tf.metrics import SparseCategoricalFocalLoss
+from bert_tf.tasks.base import FinetuneTask
+from bert_tf.tasks.bucketing import rows_dataset
+from bert_tf.tasks.classification.data import ClassificationExamples, TextPacker, read_classification_file
+from bert_tf.tasks.classification.metrics import class_weights, classification_report, precision_recall_f1
+from bert_tf.tasks.classification.model import BertClassifier
+from bert_tf.tasks.labels import encode_labels, label_vocabulary
 
 
 @dataclasses.dataclass

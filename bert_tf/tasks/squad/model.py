@@ -24,7 +24,7 @@ import tensorflow as tf
 
 from bert_tf.layers.attention import MASKED_SCORE
 from bert_tf.model import BertModel
-from bert_tf.task_model import BertTaskModel, _is_auto
+from bert_tf.tasks.task_model import BertTaskModel, _is_auto
 
 OUTPUT_NAMES = ("start_logits", "end_logits")
 

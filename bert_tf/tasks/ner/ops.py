@@ -27,9 +27,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import tensorflow as tf
 

@@ -1,4 +1,4 @@
-"""The fine-tuning tasks by name, and the task of a config, a `TaskSpec` or a model directory.
+"""The fine-tuning tasks by name, and the task of a `TaskSpec` or a model directory.
 
 Example:
     >>> directory = bert_tf.load_model_directory("sst2_model")  # doctest: +SKIP
@@ -9,20 +9,14 @@ Example:
 from __future__ import annotations
 
 from bert_tf.model_directory import ModelDirectory
+from bert_tf.tasks.base import FinetuneTask
+from bert_tf.tasks.classification.task import ClassificationTask
+from bert_tf.tasks.ner.task import NerTask
 from bert_tf.tasks.spec import TaskSpec
+from bert_tf.tasks.squad.task import SquadTask
 from bert_tf.tokenizer import BertTokenizer
-from pipelines.classification_task import ClassificationTask
-from pipelines.finetune_config import FinetuneConfig
-from pipelines.finetune_task import FinetuneTask
-from pipelines.ner_task import NerTask
-from pipelines.squad_task import SquadTask
 
 TASK_CLASSES = {task.name: task for task in (ClassificationTask, NerTask, SquadTask)}
-
-
-def task_from_config(config: FinetuneConfig, tokenizer: BertTokenizer) -> FinetuneTask:
-    """A new task (labels not yet learned) for a fine-tuning run."""
-    return task_from_spec(config.task_spec(), tokenizer)
 
 
 def task_from_directory(directory: ModelDirectory) -> FinetuneTask:

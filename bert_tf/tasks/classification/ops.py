@@ -2,7 +2,7 @@
 
 Texts are cut to `max_text_bytes` (`bert_tf.tasks.text_budget`) and packed by `BertPreprocessor`
 with the task's `truncation` of pairs, at most
-`seq_length` tokens, the same for training (`pipelines.classification_data.TextPacker`),
+`seq_length` tokens, the same for training (`bert_tf.tasks.classification.data.TextPacker`),
 evaluation, `bert-tf predict` and the SavedModel; the TFLite text model counts the same
 tokens with dense ops (`serving.export.tflite.segment_counts`, tested against it). A class is
 the softmax's argmax, or for multi-label models every class whose sigmoid is at least

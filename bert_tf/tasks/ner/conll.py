@@ -11,7 +11,7 @@ Tag schemes. Both use `B-X`, `I-X` and `O`:
 The shared copy of CoNLL-2003 is BIO already (its SOURCE.md; `tag_scheme` confirms it).
 Training always uses BIO: `to_bio` rewrites an IOB1 `I-X` that starts an entity as `B-X`,
 so that every entity start has one label whatever the file's scheme. It keeps the
-entities exactly as conlleval reads them (`bert_tf.metrics.ner`), so scores computed
+entities exactly as conlleval reads them (`bert_tf.tasks.ner.metrics`), so scores computed
 against BIO tags equal scores against the file's own tags.
 
 Example:

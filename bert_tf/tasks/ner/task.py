@@ -1,10 +1,10 @@
 """`NerTask`: named-entity recognition on CoNLL files, scored per entity as conlleval does.
 
-Tags are read as BIO or IOB1 and trained as BIO (`pipelines.conll.to_bio`); the label
+Tags are read as BIO or IOB1 and trained as BIO (`bert_tf.tasks.ner.conll.to_bio`); the label
 names are the BIO tags of the training file. Scores (`bert_tf.metrics.ner_scores`):
 entity-level precision, recall and F1 (micro over all entities), token accuracy, and per
 entity type. Predictions are one tag per word and the entities they make (Hugging Face's
-`aggregation_strategy="simple"`, `bert_tf.tasks.ner.word_entities`): `{"type", "text", "start",
+`aggregation_strategy="simple"`, `bert_tf.tasks.ner.ops.word_entities`): `{"type", "text", "start",
 "end", "score"}`, with character offsets into the text (a file's sentence is its words joined by
 spaces). Raw text is split into words as BERT's basic tokenizer does (`BertTokenizer.words`).
 
@@ -22,15 +22,15 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.metrics import ner_scores
-from bert_tf.tasks.ner import word_entities
+from bert_tf.tasks.base import FinetuneTask
+from bert_tf.tasks.labels import encode_labels, label_vocabulary
+from bert_tf.tasks.ner.conll import Sentence, read_conll, to_bio
+from bert_tf.tasks.ner.features import NerFeatures, ner_features, sentence_word_logits
+from bert_tf.tasks.ner.metrics import ner_scores
+from bert_tf.tasks.ner.model import BertTokenClassifier
+from bert_tf.tasks.ner.ops import word_entities
+from bert_tf.tasks.ner.word_alignment import IGNORE_LABEL
 from bert_tf.tasks.text_budget import cut_text
-from bert_tf.token_classifier import BertTokenClassifier
-from bert_tf.word_alignment import IGNORE_LABEL
-from pipelines.conll import Sentence, read_conll, to_bio
-from pipelines.finetune_task import FinetuneTask
-from pipelines.labels import encode_labels, label_vocabulary
-from pipelines.ner_features import NerFeatures, ner_features, sentence_word_logits
 
 
 @dataclasses.dataclass

@@ -2,7 +2,7 @@
 
 Labels are per token [batch, seq], with `IGNORE_LABEL` (-100) on every position that
 does not count: later pieces of a word, special and padding tokens
-(`bert_tf.word_alignment.align_word_labels` makes them from word labels). The default
+(`bert_tf.tasks.ner.word_alignment.align_word_labels` makes them from word labels). The default
 loss and metric skip those positions.
 
 Example:
@@ -21,8 +21,8 @@ import keras
 from bert_tf.layers.dropout import Dropout
 from bert_tf.metrics.masked_accuracy import MaskedSparseCategoricalAccuracy
 from bert_tf.model import BertModel
-from bert_tf.task_model import BertTaskModel
-from bert_tf.word_alignment import IGNORE_LABEL
+from bert_tf.tasks.ner.word_alignment import IGNORE_LABEL
+from bert_tf.tasks.task_model import BertTaskModel
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")

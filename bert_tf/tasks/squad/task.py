@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from bert_tf.metrics import squad_scores
-from bert_tf.span_labeler import BertSpanLabeler
-from pipelines.finetune_task import FinetuneTask
-from pipelines.squad import SquadExample, is_squad_v2, read_squad
-from pipelines.squad_features import SquadFeatures, squad_features
-from pipelines.squad_postprocess import AnswerPrediction, answer_predictions
+from bert_tf.tasks.base import FinetuneTask
+from bert_tf.tasks.squad.data import SquadExample, is_squad_v2, read_squad
+from bert_tf.tasks.squad.features import SquadFeatures, squad_features
+from bert_tf.tasks.squad.metrics import squad_scores
+from bert_tf.tasks.squad.model import BertSpanLabeler
+from bert_tf.tasks.squad.postprocess import AnswerPrediction, answer_predictions
 
 
 @dataclasses.dataclass

@@ -7,7 +7,7 @@ metrics="auto")` (the defaults) uses.
 
 Example:
     >>> import bert_tf
-    >>> from bert_tf.classifier import BertClassifier
+    >>> from bert_tf.tasks.classification.model import BertClassifier
     >>> encoder = bert_tf.BertModel(bert_tf.BertConfig.preset("tiny", vocab_size=100))
     >>> model = BertClassifier(encoder, num_classes=3)
     >>> model.compile(optimizer="adam")  # loss: sparse categorical cross-entropy from logits

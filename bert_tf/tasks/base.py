@@ -6,7 +6,7 @@ Python predictions. `pipelines.finetune` and `pipelines.prediction` only call th
 methods; the three tasks are `ClassificationTask`, `NerTask` and `SquadTask`.
 
 Flow:
-    task = task_from_config(config, tokenizer)    # pipelines.tasks
+    task = task_from_spec(config.task_spec(), tokenizer)    # bert_tf.tasks.registry
     train = task.prepare(task.read(train_file, fit_labels=True), training=True)
     dev = task.prepare(task.read(dev_file), training=False)
     model = task.build_model(encoder, dropout)
@@ -22,11 +22,10 @@ import abc
 import keras
 import tensorflow as tf
 
+from bert_tf.tasks.bucketing import batch_examples
+from bert_tf.tasks.model_outputs import predict_examples
 from bert_tf.tasks.spec import TaskSpec
 from bert_tf.tokenizer import BertTokenizer
-from pipelines.bucketing import batch_examples
-from pipelines.finetune_config import FinetuneConfig
-from pipelines.model_outputs import predict_examples
 
 
 class FinetuneTask(abc.ABC):
@@ -68,11 +67,11 @@ class FinetuneTask(abc.ABC):
     def build_model(self, encoder, dropout: float) -> keras.Model:
         """The task's model (encoder + head) with `dropout` before the head."""
 
-    def loss(self, config: FinetuneConfig, data):
+    def loss(self, config, data):
         """The loss to compile with ("auto": the head's default)."""
         return "auto"
 
-    def class_weight(self, config: FinetuneConfig, data) -> dict | None:
+    def class_weight(self, config, data) -> dict | None:
         """`fit(class_weight=...)`, or None."""
         return None
 

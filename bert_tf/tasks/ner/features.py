@@ -4,13 +4,13 @@ Each word is tokenized on its own (all words of a batch in one graph call of
 `BertTokenizer`), which gives its pieces and so the word id of every token exactly; this is
 the usual way for pre-split words (Hugging Face's `is_split_into_words`) and gives the same
 pieces as tokenizing the sentence, because BERT's tokenizer never joins across whitespace.
-The sequences are `bert_tf.tasks.ner.word_windows`' windows, the ones the exported
+The sequences are `bert_tf.tasks.ner.ops.word_windows`' windows, the ones the exported
 SavedModel tags: a sentence longer than `seq_length - 2` pieces is split into consecutive
 windows of whole words, each its own sequence, and the predictions of the windows are joined
 again, so no word goes without a tag (a word without pieces is `[UNK]`).
 
 Labels: a word's label on its first piece, `IGNORE_LABEL` (-100) elsewhere
-(`bert_tf.word_alignment`).
+(`bert_tf.tasks.ner.word_alignment`).
 
 Example:
     >>> features = ner_features([["EU", "rejects", "German", "call"]], tokenizer, 128,  # doctest: +SKIP
@@ -27,10 +27,10 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.tasks.ner import word_windows
+from bert_tf.tasks.bucketing import rows_dataset
+from bert_tf.tasks.ner.ops import word_windows
+from bert_tf.tasks.ner.word_alignment import align_word_labels, first_piece_positions
 from bert_tf.tokenizer import BertTokenizer
-from bert_tf.word_alignment import align_word_labels, first_piece_positions
-from pipelines.bucketing import rows_dataset
 
 WORDS_PER_CALL = 16384  # words tokenized per graph call
 

@@ -17,7 +17,7 @@ import keras
 
 from bert_tf.layers.dropout import Dropout
 from bert_tf.model import BertModel
-from bert_tf.task_model import BertTaskModel
+from bert_tf.tasks.task_model import BertTaskModel
 
 MODES = ("single_label", "multi_label", "regression")
 

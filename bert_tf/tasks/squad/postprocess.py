@@ -1,6 +1,6 @@
 """SQuAD answers from start/end logits: the best valid span over a question's windows, as original context text.
 
-The span is chosen by `bert_tf.tasks.squad.best_answers`, the implementation the
+The span is chosen by `bert_tf.tasks.squad.ops.best_answers`, the implementation the
 SavedModel runs too (its module docstring gives the rules: n-best starts × ends per
 window, max-context windows, SQuAD 2.0's null answer and threshold). Its text is the
 context from its first token's first character to its last token's last character
@@ -20,9 +20,9 @@ from typing import Sequence
 
 import numpy as np
 
-from bert_tf.tasks.squad import best_answers
-from pipelines.squad import SquadExample
-from pipelines.squad_features import SquadFeatures
+from bert_tf.tasks.squad.data import SquadExample
+from bert_tf.tasks.squad.features import SquadFeatures
+from bert_tf.tasks.squad.ops import best_answers
 
 
 @dataclasses.dataclass(frozen=True)
