@@ -38,12 +38,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.model import BertModel
-from bert_tf.tasks.classification.model import BertClassifier
-from bert_tf.tasks.ner.model import BertTokenClassifier
-from bert_tf.tasks.ner.word_alignment import IGNORE_LABEL
-from bert_tf.tasks.squad.model import BertSpanLabeler
-
-TASK_MODELS = (BertClassifier, BertTokenClassifier, BertSpanLabeler)
+from bert_tf.tasks.registry import FINETUNED_TASKS, task_named, task_of_model
 
 
 class Distiller(keras.Model):
@@ -134,33 +129,8 @@ class Distiller(keras.Model):
 
 
 def soft_target_loss(student: keras.Model, teacher_outputs, student_outputs, labels, temperature: float) -> tf.Tensor:
-    """The soft-target term for `student`'s kind of head (module docstring), float32."""
-    if isinstance(student, BertSpanLabeler):
-        return tf.add_n([_kl(teacher_outputs[name], student_outputs[name], temperature)
-                         for name in ("start_logits", "end_logits")]) / 2
-    if isinstance(student, BertTokenClassifier):
-        return _kl(teacher_outputs, student_outputs, temperature, tf.not_equal(labels, IGNORE_LABEL))
-    if student.mode == "multi_label":
-        teacher_p = tf.sigmoid(tf.cast(teacher_outputs, tf.float32) / temperature)
-        student_logits = tf.cast(student_outputs, tf.float32) / temperature
-        cross = tf.nn.sigmoid_cross_entropy_with_logits(labels=teacher_p, logits=student_logits)
-        entropy = tf.nn.sigmoid_cross_entropy_with_logits(labels=teacher_p, logits=tf.cast(teacher_outputs, tf.float32)
-                                                          / temperature)
-        return temperature**2 * tf.reduce_mean(cross - entropy)
-    if student.mode == "regression":
-        return tf.reduce_mean(tf.square(tf.cast(teacher_outputs, tf.float32) - tf.cast(student_outputs, tf.float32)))
-    return _kl(teacher_outputs, student_outputs, temperature)
-
-
-def _kl(teacher_logits, student_logits, temperature: float, mask=None) -> tf.Tensor:
-    """T² · KL(softmax(teacher / T) ‖ softmax(student / T)) over the last axis, averaged over the rest (where `mask`)."""
-    teacher_log_p = tf.nn.log_softmax(tf.cast(teacher_logits, tf.float32) / temperature)
-    student_log_p = tf.nn.log_softmax(tf.cast(student_logits, tf.float32) / temperature)
-    kl = tf.reduce_sum(tf.exp(teacher_log_p) * (teacher_log_p - student_log_p), axis=-1)
-    if mask is None:
-        return temperature**2 * tf.reduce_mean(kl)
-    weights = tf.cast(mask, tf.float32)
-    return temperature**2 * tf.reduce_sum(kl * weights) / tf.maximum(tf.reduce_sum(weights), 1.0)
+    """The soft-target term for `student`'s task (module docstring; each task's `soft_target_loss`), float32."""
+    return task_of_model(student).soft_target_loss(student, teacher_outputs, student_outputs, labels, temperature)
 
 
 def hidden_state_loss(student_states, teacher_states, real_tokens) -> tf.Tensor:
@@ -195,8 +165,9 @@ def check_student(student: keras.Model, teacher: keras.Model) -> None:
     """ValueError, in one line, unless the student can learn the teacher's task: the same head, outputs and
     vocabulary size."""
     kind = type(teacher)
-    if kind not in TASK_MODELS:
-        raise ValueError(f"The teacher must be a fine-tuned task model ({', '.join(m.__name__ for m in TASK_MODELS)}), "
+    task_models = [task_named(name).model_class for name in FINETUNED_TASKS]
+    if kind not in task_models:
+        raise ValueError(f"The teacher must be a fine-tuned task model ({', '.join(m.__name__ for m in task_models)}), "
                          f"not a {kind.__name__}.")
     if type(student) is not kind:
         raise ValueError(f"The student is a {type(student).__name__}, the teacher a {kind.__name__}: they must match.")

@@ -9,7 +9,8 @@
 The encoder is `bert.` in each (the last two without a pooler); the head is one dense layer, stored
 [out, in] as every linear weight. transformers' config has no field for bert-tf's `TaskSpec` (text
 pairs, seq_length, NER's scheme, ...): `write_hf_task_model` keeps it under `TASK_SPEC_KEY`, which
-transformers leaves as it is, and `hf_task_spec` reads it back.
+transformers leaves as it is, and `hf_task_spec` reads it back. Each task's transformers class, head and
+config entries are its own (`FinetuneTask.hf_architecture`, `hf_head`, `hf_config`, `model_from_hf`).
 
 Example:
     >>> write_hf_task_model(classifier, "sst2_hf/", vocab_file="vocab.txt", lower_case=True)  # doctest: +SKIP
@@ -27,39 +28,27 @@ import numpy as np
 from bert_tf.checkpoints.contents import assign_weights
 from bert_tf.checkpoints.huggingface import hf_tensors, read_hf_directory_and_head, write_hf_files
 from bert_tf.model import BertModel
-from bert_tf.tasks.classification.model import BertClassifier
-from bert_tf.tasks.ner.model import BertTokenClassifier
+from bert_tf.tasks.registry import FINETUNED_TASKS, task_named, task_of_hf_architecture, task_of_model
 from bert_tf.tasks.spec import TaskSpec
-from bert_tf.tasks.squad.model import BertSpanLabeler
 
 TASK_SPEC_KEY = "bert_tf_task"  # a config.json entry transformers keeps as it is
-HF_TASK_CLASSES = {BertClassifier: ("BertForSequenceClassification", "classifier"),
-                   BertTokenClassifier: ("BertForTokenClassification", "classifier"),
-                   BertSpanLabeler: ("BertForQuestionAnswering", "qa_outputs")}
-PROBLEM_TYPES = {"single_label": "single_label_classification", "multi_label": "multi_label_classification",
-                 "regression": "regression"}
 
 
 def write_hf_task_model(model, out_dir: str | Path, vocab_file: str | Path | None = None,
                         lower_case: bool | None = None, task: TaskSpec | None = None) -> Path:
     """Writes a fine-tuned bert-tf model as the Hugging Face directory of its transformers class (module table),
     with its labels, and its `task` under `TASK_SPEC_KEY` if given; its files as the umask allows."""
-    if type(model) not in HF_TASK_CLASSES:
-        raise ValueError(f"write_hf_task_model writes {', '.join(cls.__name__ for cls in HF_TASK_CLASSES)}; "
-                         f"a {type(model).__name__} is written with bert_tf.write_hf_directory.")
-    architecture, head_name = HF_TASK_CLASSES[type(model)]
-    weights = {name: variable for name, variable in model.encoder.google_weights().items()
-               if isinstance(model, BertClassifier) or not name.startswith("pooler/")}
-    head = _head(model)
-    tensors = {**hf_tensors(weights, "bert."),
-               f"{head_name}.weight": np.ascontiguousarray(np.asarray(head.kernel.numpy(), np.float32).T),
-               f"{head_name}.bias": np.asarray(head.bias.numpy(), np.float32)}
-    config = {**model.encoder.config.to_hf_dict(), "architectures": [architecture]}
-    if not isinstance(model, BertSpanLabeler):
-        labels = model.label_names or [f"LABEL_{index}" for index in range(head.units)]
-        config.update(id2label=dict(enumerate(labels)), label2id={label: index for index, label in enumerate(labels)})
-    if isinstance(model, BertClassifier):
-        config["problem_type"] = PROBLEM_TYPES[model.mode]
+    model_task = task_of_model(model)
+    if not model_task.hf_architecture:
+        task_models = ", ".join(task_named(name).model_class.__name__ for name in FINETUNED_TASKS)
+        raise ValueError(f"write_hf_task_model writes {task_models}; a {type(model).__name__} is written with "
+                         "bert_tf.write_hf_directory.")
+    head = model_task.hf_head(model)
+    tensors = {**hf_tensors(_encoder_weights(model.encoder, model_task), "bert."),
+               f"{model_task.hf_head_name}.weight": np.ascontiguousarray(np.asarray(head.kernel.numpy(), np.float32).T),
+               f"{model_task.hf_head_name}.bias": np.asarray(head.bias.numpy(), np.float32)}
+    config = {**model.encoder.config.to_hf_dict(), "architectures": [model_task.hf_architecture],
+              **model_task.hf_config(model)}
     if task is not None:
         config[TASK_SPEC_KEY] = task.to_metadata()
     return write_hf_files(out_dir, tensors, config, vocab_file, lower_case)
@@ -72,29 +61,16 @@ def read_hf_task_model(path: str | Path):
     None for a directory of another class."""
     directory = Path(path)
     settings = json.loads((directory / "config.json").read_text(encoding="utf-8"))
-    classes = {architecture: (cls, head_name) for cls, (architecture, head_name) in HF_TASK_CLASSES.items()}
-    cls, head_name = classes.get((settings.get("architectures") or [None])[0], (None, None))
-    if cls is None:
+    model_task = task_of_hf_architecture((settings.get("architectures") or [None])[0])
+    if model_task is None:
         return None
-    contents, head_tensors = read_hf_directory_and_head(directory, head_name)
+    contents, head_tensors = read_hf_directory_and_head(directory, model_task.hf_head_name)
     encoder = BertModel(contents.config)
-    labels = [str(label) for _, label in sorted((int(index), label)
-                                                 for index, label in settings.get("id2label", {}).items())]
-    count = len(labels) or settings.get("num_labels", 2)
-    if cls is BertClassifier:
-        modes = {problem_type: mode for mode, problem_type in PROBLEM_TYPES.items()}
-        mode = modes.get(settings.get("problem_type"), "regression" if count == 1 else "single_label")
-        model = BertClassifier(encoder, num_classes=count, label_names=labels or None, mode=mode)
-    elif cls is BertTokenClassifier:
-        model = BertTokenClassifier(encoder, num_labels=count, label_names=labels or None)
-    else:
-        model = BertSpanLabeler(encoder)
-    variables = {name: variable for name, variable in encoder.google_weights().items()
-                 if cls is BertClassifier or not name.startswith("pooler/")}  # the other two have no pooler
-    assign_weights(variables, contents, what=cls.__name__)
-    head = _head(model)
-    head.kernel.assign(head_tensors[f"{head_name}.weight"].T)
-    head.bias.assign(head_tensors[f"{head_name}.bias"])
+    model = model_task.model_from_hf(encoder, settings)
+    assign_weights(_encoder_weights(encoder, model_task), contents, what=model_task.model_class.__name__)
+    head = model_task.hf_head(model)
+    head.kernel.assign(head_tensors[f"{model_task.hf_head_name}.weight"].T)
+    head.bias.assign(head_tensors[f"{model_task.hf_head_name}.bias"])
     encoder.vocab_file, encoder.lower_case = contents.vocab_file, contents.lower_case
     return model
 
@@ -105,6 +81,8 @@ def hf_task_spec(path: str | Path) -> TaskSpec | None:
     return None if recorded is None else TaskSpec.from_metadata(recorded)
 
 
-def _head(model):
-    """The task model's dense head layer."""
-    return model.span_logits if isinstance(model, BertSpanLabeler) else model.classifier
+def _encoder_weights(encoder: BertModel, model_task) -> dict:
+    """The encoder's weights by Google's names that the task's transformers class stores (its pooler only where the
+    head reads `pooled_output`)."""
+    return {name: variable for name, variable in encoder.google_weights().items()
+            if model_task.model_class.encoder_output == "pooled_output" or not name.startswith("pooler/")}

@@ -135,7 +135,9 @@ class BertModel(keras.Model):
         if not isinstance(inputs, dict) or "input_word_ids" not in inputs:
             raise ValueError(
                 "BertModel takes a dict with 'input_word_ids' (and optionally 'input_mask', 'input_type_ids'); "
-                f"got {type(inputs).__name__}" + (f" with keys {sorted(inputs)}" if isinstance(inputs, dict) else "")
+                f"got {type(inputs).__name__}" + (f" with keys {sorted(inputs)}" if isinstance(inputs, dict) else
+                                                  ". Raw text? Tokenize it with bert_tf.BertPreprocessor, or use a task "
+                                                  "model, which takes strings")
             )
         unknown = set(inputs) - set(INPUT_NAMES)
         if unknown:

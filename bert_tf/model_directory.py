@@ -31,7 +31,10 @@ from pathlib import Path
 from bert_tf.checkpoints.contents import CheckpointContents
 from bert_tf.checkpoints.pretrained import check_vocabulary_fits, register_format
 from bert_tf.file_modes import readable_as_umask_allows
+from bert_tf.tasks.registry import task_of_model
 from bert_tf.tasks.spec import DEFAULT_SEQ_LENGTH, TaskSpec
+from bert_tf.tasks.text_serving import text_packer
+from bert_tf.tokenizer import BertTokenizer
 from bert_tf.vocabulary import Vocabulary
 
 MODEL_FILE = "model.keras"
@@ -112,8 +115,6 @@ class ModelDirectory:
 
     def tokenizer(self):
         """The model's `BertTokenizer` (its vocabulary and casing)."""
-        from bert_tf.tokenizer import BertTokenizer
-
         return BertTokenizer(self.require_vocab_file(), self.lower_case)
 
 
@@ -150,6 +151,9 @@ def load_model_directory(path: str | Path) -> ModelDirectory:
         task = _task_from_metadata(model, metadata)
     except ValueError as error:
         raise ValueError(f"{metadata_file}: {error}") from None
+    if vocab_file is not None and hasattr(model, "set_preprocessor"):  # a task model: raw strings in, as its exports
+        tokenizer = BertTokenizer(vocab_file, lower_case)
+        model.set_preprocessor(text_packer(tokenizer, task, padding=model.text_padding))
     return ModelDirectory(directory, model, vocab_file, lower_case, task, metadata)
 
 
@@ -185,7 +189,8 @@ def task_spec_for(model, task: TaskSpec | str | None = None, seq_length: int | N
     with `seq_length` (default: the task's, at most the model's positions), `settings`
     (`TaskSpec` fields) and `text_pair`. Label names come from the head when it has them.
     """
-    inferred = task_of_model(model)
+    model_task = task_of_model(model)
+    inferred = model_task.name
     spec = task if isinstance(task, TaskSpec) else None
     name = spec.task if spec else task
     if name is not None and name != inferred and {name, inferred} != {"encoder", "pretrainer"}:
@@ -197,27 +202,10 @@ def task_spec_for(model, task: TaskSpec | str | None = None, seq_length: int | N
             fields["text_pair"] = bool(text_pair)
         default_length = min(DEFAULT_SEQ_LENGTH[inferred], encoder.config.max_position_embeddings)
         spec = TaskSpec(task=inferred, seq_length=int(seq_length or default_length), **fields)
-    spec = spec.replace(task=inferred, label_names=_label_names(model, spec.label_names))
-    if inferred == "classify":
-        spec = spec.replace(multi_label=model.mode == "multi_label")
+    spec = model_task.spec_for_model(model, spec.replace(task=inferred,
+                                                          label_names=_label_names(model, spec.label_names)))
     spec.check_fits(encoder.config)
     return spec
-
-
-def task_of_model(model) -> str:
-    """"classify", "ner", "squad", "pretrainer" or "encoder", from the model's class."""
-    from bert_tf.model import BertModel
-    from bert_tf.pretrainer import BertPretrainer
-    from bert_tf.tasks.classification.model import BertClassifier
-    from bert_tf.tasks.ner.model import BertTokenClassifier
-    from bert_tf.tasks.squad.model import BertSpanLabeler
-
-    for cls, name in ((BertClassifier, "classify"), (BertTokenClassifier, "ner"), (BertSpanLabeler, "squad"),
-                      (BertPretrainer, "pretrainer"), (BertModel, "encoder")):
-        if isinstance(model, cls):
-            return name
-    raise ValueError(f"a {type(model).__name__} is not a bert-tf model (BertModel, BertPretrainer, BertClassifier, "
-                     "BertTokenClassifier or BertSpanLabeler).")
 
 
 def _label_names(model, recorded: tuple[str, ...]) -> tuple[str, ...]:

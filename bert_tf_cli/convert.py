@@ -25,13 +25,13 @@ MLM_HEAD, NSP_HEAD = "cls/predictions/", "cls/seq_relationship/"
 
 def run(args) -> None:
     import bert_tf
-    from bert_tf.model_directory import task_of_model
+    from bert_tf.tasks.registry import task_of_model
 
     out = Path(args.to)
     if out.exists() and any(out.iterdir()) and not args.overwrite:
         raise ValueError(f"{out} exists and is not empty; pass --overwrite to replace its files.")
     model, vocab_file, lower_case, task = _fine_tuned_model(Path(args.source)) or (None, None, None, None)
-    from_transformers_classifier = model is not None and task is None and task_of_model(model) == "classify"
+    from_transformers_classifier = model is not None and task is None and task_of_model(model).reads_text_pairs
     if args.text_pair and not from_transformers_classifier:
         raise ValueError("--text-pair is for a classifier read from a transformers directory; other sources record "
                          "their task or have none.")
@@ -41,8 +41,8 @@ def run(args) -> None:
         else:
             bert_tf.save_pretrained(model, out, vocab_file=vocab_file, lower_case=lower_case, task=task,
                                     text_pair=args.text_pair or None)
-        print(f"Wrote {args.format} model with its {task_of_model(model)} head ({model.count_params():,} parameters) "
-              f"to {out}")
+        print(f"Wrote {args.format} model with its {task_of_model(model).name} head ({model.count_params():,} "
+              f"parameters) to {out}")
         return
     contents = bert_tf.read_checkpoint(args.source)
     heads = [prefix for prefix in (MLM_HEAD, NSP_HEAD) if contents.head_weights(prefix)]
@@ -70,12 +70,13 @@ def _fine_tuned_model(source: Path):
     from bert_tf.checkpoints.huggingface import is_hf_directory
     from bert_tf.hf_task_models import hf_task_spec, read_hf_task_model
     from bert_tf.model_directory import is_bert_tf_directory, load_model_directory, read_task
+    from bert_tf.tasks.registry import FINETUNED_TASKS
 
     if is_hf_directory(source):
         model = read_hf_task_model(source)
         return None if model is None else (model, model.encoder.vocab_file, model.encoder.lower_case,
                                            hf_task_spec(source))
-    if not is_bert_tf_directory(source) or read_task(source) not in ("classify", "ner", "squad"):
+    if not is_bert_tf_directory(source) or read_task(source) not in FINETUNED_TASKS:
         return None
     loaded = load_model_directory(source)
     return loaded.model, loaded.vocab_file, loaded.lower_case, loaded.task

@@ -18,7 +18,6 @@ def run(args) -> None:
     import json
 
     from pipelines.finetune import evaluate
-    from pipelines.score_report import format_scores
 
     task, scores = evaluate(args.model, args.data, batch_size=args.batch_size)
-    print(json.dumps(scores, indent=2) if args.json else format_scores(task.name, scores))
+    print(json.dumps(scores, indent=2) if args.json else task.format_scores(scores))

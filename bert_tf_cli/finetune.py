@@ -113,9 +113,9 @@ def run(args) -> None:
 
 def print_result(config, result) -> None:
     """What a finetune or distill run did: epochs, the dev scores kept, the model directory."""
-    from pipelines.score_report import format_scores
+    from bert_tf.tasks.registry import task_named
 
     print(f"Trained {result.epochs_run} epochs on {result.train_examples:,} examples in {result.train_seconds:.0f} s.")
     if result.metrics:
-        print(f"Dev scores (epoch {result.best_epoch}):\n{format_scores(config.task, result.metrics)}")
+        print(f"Dev scores (epoch {result.best_epoch}):\n{task_named(config.task).format_scores(result.metrics)}")
     print(f"Model: {result.output_dir}")

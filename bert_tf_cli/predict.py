@@ -203,22 +203,18 @@ def _write(results: list, output: IO[str]) -> int:
 
 
 def print_results(task: str, args, results: list) -> None:
+    """The results of the command line's examples, as JSON or as the task prints them (`prediction_lines`)."""
+    from bert_tf.tasks.registry import task_named
+
     if args.json:
         print(json.dumps(results, indent=2, ensure_ascii=False))
         return
-    if task == "squad":
-        for question, answer in zip(args.question, results):
-            print(f"{answer['text'] or '(no answer)'}\t{answer['probability']:.4f}\t{question}")
-    elif task == "ner":
-        for result in results:
-            print(" ".join(f"{word}/{tag}" for word, tag in zip(result["words"], result["tags"])))
-            for entity in result["entities"]:
-                print(f"  {entity['type']}\t{entity['text']}\t{entity['score']:.4f}")
+    if args.question:
+        inputs = [{"question": question, "context": context} for question, context in zip(args.question, args.context)]
     else:
-        for text, result in zip(args.texts, results):
-            label = ",".join(result["labels"]) if "labels" in result else result["label"]
-            probability = "" if "labels" in result else f"\t{result['probability']:.4f}"
-            print(f"{label}{probability}\t{text}")
+        inputs = [{"text": text} for text in args.texts]
+    for line in task_named(task).prediction_lines(inputs, results):
+        print(line)
 
 
 def run(args) -> None:

@@ -60,12 +60,15 @@ class StageResult:
 
 def _training_texts(config: QuickstartConfig, out: Path) -> Path:
     """The corpus plus the training texts, for vocabulary learning (labels left out)."""
-    from bert_tf.tasks.classification.data import read_classification_file
+    from bert_tf.tasks.registry import task_from_spec
+    from bert_tf.tasks.spec import TaskSpec
     from bert_tf.text_files import utf8_lines
 
     path = out / "vocabulary_text.txt"
     lines = ["".join(utf8_lines(f)) for f in config.corpus]
-    examples = read_classification_file(config.train)
+    # Reading the file needs no tokenizer: the vocabulary is what this learns.
+    examples = task_from_spec(TaskSpec(task="classify", seq_length=config.seq_length), tokenizer=None).read(
+        config.train, fit_labels=True)
     lines += examples.texts + (examples.text_pairs or [])
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

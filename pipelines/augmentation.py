@@ -11,7 +11,7 @@ A line "text<TAB>second text" (a sentence pair) is augmented field by field.
 
 Example:
     >>> mlm = load_inspection_model("bert-mini-uncased-books")   # doctest: +SKIP
-    >>> augment_texts(["the film was great fun"], mlm.require_pretrainer(), mlm.tokenizer, copies=2, seed=0)
+    >>> augment_texts(["the film was great fun"], mlm.require_pretrainer(), mlm.tokenizer, copies=2, seed=0)  # doctest: +SKIP
     ['the film was pure fun', 'the show was great fun']   # doctest: +SKIP
 """
 

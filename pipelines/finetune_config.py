@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from bert_tf.tasks.registry import FINETUNED_TASKS as TASKS
+from bert_tf.tasks.registry import task_named
 from bert_tf.tasks.spec import DEFAULT_SEQ_LENGTH, TaskSpec
-from bert_tf.tasks.spec import FINETUNED_TASKS as TASKS
 
 BASE_LEARNING_RATE = 5e-5  # BERT's fine-tuning recipe for base and large
 SMALL_MODEL_LEARNING_RATE = 1e-4  # models under BERT-base's width (benchmarks/RESULTS.md)
-# The dev-set score that picks the best epoch and drives early stopping (higher is better).
-PRIMARY_METRIC = {"classify": "accuracy", "ner": "f1", "squad": "f1"}
 
 
 @dataclasses.dataclass
@@ -113,11 +112,10 @@ class FinetuneConfig:
             raise ValueError(f"FinetuneConfig: focal_gamma must be >= 0, got {self.focal_gamma!r}.")
         if self.early_stopping_patience is not None and self.dev_file is None:
             raise ValueError("FinetuneConfig: early stopping needs a dev_file to score.")
-        if self.task != "classify":
-            classification_only = [name for name in ("multi_label", "class_weights", "focal_loss", "text_column",
-                                                     "text_pair_column", "label_column", "label_names") if getattr(self, name)]
-            if classification_only:
-                raise ValueError(f"FinetuneConfig: {classification_only} apply to task 'classify' only.")
+        for other in TASKS:
+            others_only = [name for name in task_named(other).config_fields if getattr(self, name)]
+            if other != self.task and others_only:
+                raise ValueError(f"FinetuneConfig: {others_only} apply to task {other!r} only.")
         self.label_names = tuple(self.label_names)
         if len(set(self.label_names)) != len(self.label_names) or not all(self.label_names):
             raise ValueError(f"FinetuneConfig: label_names must be distinct and not empty, got {self.label_names!r}.")
@@ -132,9 +130,9 @@ class FinetuneConfig:
                                      or self.augment_copies or self.augment_with):
             raise ValueError("FinetuneConfig: a start from the teacher's layers, unlabeled text, augmentation or layer "
                              "losses need a teacher.")
-        if (self.unlabeled_files or self.augment_copies) and self.task == "squad":
+        if (self.unlabeled_files or self.augment_copies) and not task_named(self.task).learns_from_unlabeled_text:
             raise ValueError("FinetuneConfig: unlabeled and augmented text teach classification and NER students, not "
-                             "SQuAD ones.")
+                             f"{self.task} ones.")
         if self.teacher is not None:
             if (self.init == "teacher") != (self.student_layers is not None):
                 raise ValueError("FinetuneConfig: student_layers goes with init='teacher' (the teacher's layers), "
@@ -168,5 +166,6 @@ class FinetuneConfig:
                         n_best_size=self.n_best_size, null_score_threshold=self.null_score_threshold)
 
     def primary_metric(self) -> str:
-        """The dev score (a key of the evaluation results) that selects the best epoch."""
-        return "macro_f1" if self.multi_label else PRIMARY_METRIC[self.task]
+        """The dev score (a key of the evaluation results) that selects the best epoch and drives early stopping
+        (higher is better)."""
+        return "macro_f1" if self.multi_label else task_named(self.task).primary_metric

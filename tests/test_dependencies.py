@@ -9,7 +9,10 @@
   the server (`serving/server/`) nothing of the export writers or the clients, the export (`serving/export/`)
   nothing of the server or the clients; what they share (names, wire formats, the TFLite runner) is in
   `serving/`'s own modules, which reach no room;
-- no import circle: no module of `bert_tf`, `pipelines`, `serving` or `bert_tf_cli` reaches itself.
+- no import circle: no module of `bert_tf`, `pipelines`, `serving` or `bert_tf_cli` reaches itself;
+- each task is one folder, `bert_tf/tasks/<task>/`, looked up through `bert_tf.tasks.registry`: no other module
+  imports a task folder (but `bert_tf/__init__.py`, which names the package's public classes), and no task folder
+  imports another.
 
 A module "reaches" what it imports, and what those modules import, and so on (imports inside functions count:
 they run whenever the function does). `from package import name` imports `package.name` when that is a module
@@ -182,3 +185,37 @@ def test_the_graph_follows_submodules_and_sees_circles(tmp_path):
     assert circles(graph) == [["bert_tf.heads", "bert_tf.reader", "bert_tf.heads"]]
     assert broken_rule(graph, "bert_tf.reader", ["bert_tf.tasks"]) == [
         "bert_tf.reader (line 2) -> bert_tf.heads (line 1) -> bert_tf.tasks.ner"]
+
+
+def task_folders(root: Path = ROOT) -> list[str]:
+    """The task folders' package names (`bert_tf.tasks.classification`, ...)."""
+    return sorted(f"bert_tf.tasks.{path.parent.name}" for path in (root / "bert_tf" / "tasks").glob("*/__init__.py"))
+
+
+def task_folder_imports(graph, folders) -> list[str]:
+    """Each import of a task folder from outside it, except by the registry and the package's public names."""
+    allowed = {"bert_tf.tasks.registry", "bert_tf"}
+    wrong = []
+    for name, imported in sorted(graph.items()):
+        home = next((folder for folder in folders if within(name, [folder])), None)
+        for target, line in sorted(imported.items()):
+            folder = next((folder for folder in folders if within(target, [folder])), None)
+            if folder is not None and folder != home and (home is not None or name not in allowed):
+                wrong.append(f"{name} (line {line}) imports {target}")
+    return wrong
+
+
+def test_only_the_registry_imports_the_task_folders():
+    folders = task_folders()
+    assert {"bert_tf.tasks.classification", "bert_tf.tasks.ner", "bert_tf.tasks.squad"} <= set(folders)
+    wrong = task_folder_imports(import_graph(), folders)
+    assert not wrong, "look tasks up in bert_tf.tasks.registry instead:\n" + "\n".join(wrong)
+
+
+def test_the_task_folder_rule_sees_an_import_from_outside_and_between_tasks():
+    graph = {"bert_tf.tasks.registry": {"bert_tf.tasks.ner.task": 3}, "serving.export": {"bert_tf.tasks.ner.ops": 7},
+             "bert_tf.tasks.ner.task": {"bert_tf.tasks.ner.ops": 2, "bert_tf.tasks.squad.ops": 4},
+             "bert_tf.tasks.ner.ops": {}, "bert_tf.tasks.squad.ops": {}}
+    assert task_folder_imports(graph, ["bert_tf.tasks.ner", "bert_tf.tasks.squad"]) == [
+        "bert_tf.tasks.ner.task (line 4) imports bert_tf.tasks.squad.ops",
+        "serving.export (line 7) imports bert_tf.tasks.ner.ops"]

@@ -66,3 +66,17 @@ def same_up_to_last_digit(printed: str, expected: str) -> bool:
 
     printed, expected = re.split(r"(\s+)", printed), re.split(r"(\s+)", expected)
     return len(printed) == len(expected) and all(close(a, b) for a, b in zip(printed, expected))
+
+
+def test_python_in_ten_lines_trains_on_raw_strings_and_predicts_probabilities(shared_data, tmp_path, monkeypatch,
+                                                                              capsys):
+    """The README's "Python in ten lines" runs as written (the team's trained checkpoint; outputs in a fresh folder)."""
+    if not (shared_data / "pretrained" / "bert-mini-uncased-books").is_dir():
+        pytest.skip("no trained checkpoint in the team data")
+    section = README.read_text(encoding="utf-8").split("## Python in ten lines")[1].split("\n## ")[0]
+    code = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)[0]
+    monkeypatch.chdir(tmp_path)
+    exec(code.replace("../shared/data", str(shared_data)), {})
+    probabilities = [float(value) for value in re.findall(r"[0-9.]+(?:e-?[0-9]+)?", capsys.readouterr().out)[-2:]]
+    assert len(probabilities) == 2 and abs(sum(probabilities) - 1) < 1e-5
+    assert (tmp_path / "sst2_model" / "model.keras").is_file()

@@ -16,7 +16,9 @@ Example:
 import keras
 import tensorflow as tf
 
-from bert_tf.tasks.ner.word_alignment import IGNORE_LABEL
+# Label of the positions that do not count (token classification: later pieces of a word, special and padding
+# tokens). -100 is also Hugging Face's value, so their label arrays work unchanged.
+IGNORE_LABEL = -100
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")

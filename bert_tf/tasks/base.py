@@ -1,9 +1,17 @@
-"""`FinetuneTask`: what fine-tuning, evaluation and prediction need from a task, in one interface.
+"""`Task` and `FinetuneTask`: what every path asks of a task, in one interface, so that none branches on its name.
 
-A task reads its files, learns its labels from the training data, turns examples into
-model inputs, builds its Keras head, scores model outputs, and turns outputs into plain
-Python predictions. `pipelines.finetune` and `pipelines.prediction` only call these
-methods; the three tasks are `ClassificationTask`, `NerTask` and `SquadTask`.
+`Task` (every model directory's task, the encoder's too) answers what exports, conversion and loading ask:
+its Keras model class, the outputs a SavedModel or TFLite model computes from token ids
+(`serving_outputs`), the raw-text signature's preprocessing and outputs (`text_serving`), and the
+settings a loaded model fixes in its `TaskSpec` (`spec_for_model`). Its methods are class methods:
+they need no tokenizer or data.
+
+`FinetuneTask` adds what fine-tuning, evaluation, prediction and distillation need: a task reads
+its files, learns its labels from the training data, turns examples into model inputs, builds its
+Keras head, scores model outputs (and prints the scores), turns outputs into plain Python
+predictions (and prints them), gives its soft-target loss, and names its Hugging Face class.
+`pipelines.finetune` and `pipelines.prediction` only call these methods. The tasks are looked up in
+`bert_tf.tasks.registry`, never compared by name.
 
 Flow:
     task = task_from_spec(config.task_spec(), tokenizer)    # bert_tf.tasks.registry
@@ -25,13 +33,60 @@ import tensorflow as tf
 from bert_tf.tasks.bucketing import batch_examples
 from bert_tf.tasks.model_outputs import predict_examples
 from bert_tf.tasks.spec import TaskSpec
+from bert_tf.tasks.text_serving import PackedTextServing, TextServing
 from bert_tf.tokenizer import BertTokenizer
 
 
-class FinetuneTask(abc.ABC):
-    """Base class: the shared batching and evaluation; subclasses fill in the task-specific parts."""
+def hf_label_names(settings: dict) -> list[str]:
+    """The label names of a transformers config (`id2label`, in id order); [] without them."""
+    by_id = sorted((int(index), label) for index, label in settings.get("id2label", {}).items())
+    return [str(label) for _, label in by_id]
 
-    name = ""
+
+class Task(abc.ABC):
+    """A model directory's task: its model class, its exported outputs and its raw-text signature."""
+
+    name = ""  # the task's name in a TaskSpec and on the command line
+    model_class: type = None  # the Keras model class of the task
+    windowed = False  # a raw text may need several model windows (no raw-text TFLite model: it has no ragged ops)
+    text_padding = "max_length"  # how the raw-text signature pads a batch: "max_length" or "longest"
+    reads_text_pairs = False  # the model may read two texts per example (`TaskSpec.text_pair`)
+    text_serving_class: type[TextServing] = PackedTextServing  # the raw-text signature (`text_serving`)
+
+    @classmethod
+    def served_model(cls, model: keras.Model) -> keras.Model:
+        """The Keras model the exported signatures call (a pretrainer's encoder)."""
+        return model
+
+    @classmethod
+    @abc.abstractmethod
+    def serving_outputs(cls, model: keras.Model, spec: TaskSpec, ids: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        """The exported outputs for the id tensors `ids` (BERT's three names), each row one model input."""
+
+    @classmethod
+    def serving_info(cls, model: keras.Model, spec: TaskSpec) -> dict[str, tf.Tensor]:
+        """The task's own settings in an export's `model_info` (scalars or vectors)."""
+        return {"label_names": tf.constant(spec.label_names)} if spec.label_names else {}
+
+    @classmethod
+    def text_serving(cls, model: keras.Model, spec: TaskSpec, tokenizer: BertTokenizer) -> TextServing:
+        """The raw-text signature's preprocessing and outputs (`bert_tf.tasks.text_serving`)."""
+        return cls.text_serving_class(cls, model, spec, tokenizer)
+
+    @classmethod
+    def spec_for_model(cls, model: keras.Model, spec: TaskSpec) -> TaskSpec:
+        """`spec` completed with what the loaded `model` fixes (its label names, its classification mode)."""
+        return spec
+
+
+class FinetuneTask(Task):
+    """A task that fine-tunes: the shared batching and evaluation; subclasses fill in the task-specific parts."""
+
+    primary_metric = ""  # the score that picks the best epoch
+    hf_architecture = ""  # the transformers class of the fine-tuned model (`bert_tf.hf_task_models`)
+    hf_head_name = ""  # its head's weight names there
+    config_fields: tuple[str, ...] = ()  # the fine-tuning settings (`pipelines.FinetuneConfig`) only this task takes
+    learns_from_unlabeled_text = False  # a teacher can label raw text for its students (`labelled_by`)
     per_position = False  # the model's outputs are per token ([batch, length, ...])
     label_padding = 0  # the label of padding positions (per-token labels only)
 
@@ -82,6 +137,46 @@ class FinetuneTask(abc.ABC):
     @abc.abstractmethod
     def predictions(self, data, outputs: list) -> list:
         """Plain Python predictions, one per example."""
+
+    @classmethod
+    @abc.abstractmethod
+    def format_scores(cls, scores: dict) -> str:
+        """The report of `scores` (as `evaluate` returns them), as `bert-tf evaluate` and `finetune` print it."""
+
+    @classmethod
+    @abc.abstractmethod
+    def prediction_lines(cls, inputs: list[dict], predictions: list) -> list[str]:
+        """How `bert-tf predict` prints `predictions`, one per example of `inputs` (the task's input fields)."""
+
+    @classmethod
+    @abc.abstractmethod
+    def soft_target_loss(cls, student: keras.Model, teacher_outputs, student_outputs, labels,
+                         temperature: float) -> tf.Tensor:
+        """The distillation term of `student` matching the teacher's outputs (`bert_tf.distillation`), float32."""
+
+    @classmethod
+    def hf_head(cls, model: keras.Model) -> keras.layers.Dense:
+        """The task model's dense head, stored as transformers' `hf_head_name` layer."""
+        return model.classifier
+
+    @classmethod
+    def hf_config(cls, model: keras.Model) -> dict:
+        """The entries of transformers' config.json that describe the head (`id2label`, `problem_type`)."""
+        labels = model.label_names or [f"LABEL_{index}" for index in range(cls.hf_head(model).units)]
+        return {"id2label": dict(enumerate(labels)), "label2id": {label: index for index, label in enumerate(labels)}}
+
+    @classmethod
+    @abc.abstractmethod
+    def model_from_hf(cls, encoder, settings: dict) -> keras.Model:
+        """The task model of a transformers config (`settings`, config.json) around `encoder`, head not yet loaded."""
+
+    def examples_from_inputs(self, inputs: list[dict]):
+        """Examples to predict from input fields, one dict per example, named as the model's text inputs
+        (`TaskSpec.text_inputs`: `text` and, for pairs, `text_b`; `question` and `context`)."""
+        missing = next((name for example in inputs for name in self.spec.text_inputs if name not in example), None)
+        if missing is not None:
+            raise ValueError(f"Each example needs {list(self.spec.text_inputs)}; one has no {missing!r}.")
+        return self.examples_from_texts(*([example[name] for example in inputs] for name in self.spec.text_inputs))
 
     def labelled_by(self, model: keras.Model, texts: list[str], source: str, batch_size: int):
         """Examples of raw `texts` (one per line of an unlabeled file), labelled with `model`'s predictions (a

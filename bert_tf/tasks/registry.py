@@ -1,34 +1,68 @@
-"""The fine-tuning tasks by name, and the task of a `TaskSpec` or a model directory.
+"""The tasks by name: the one module that imports the task folders, and where every other path looks a task up.
+
+| name | task | model class |
+|---|---|---|
+| classify | `ClassificationTask` | `BertClassifier` |
+| ner | `NerTask` | `BertTokenClassifier` |
+| squad | `SquadTask` | `BertSpanLabeler` |
+| encoder, pretrainer | `EncoderTask`, `PretrainerTask` | `BertModel`, `BertPretrainer` |
+
+A new task is a folder under `bert_tf/tasks/` with a `Task` (`bert_tf.tasks.base`) and a line in `TASKS`.
 
 Example:
-    >>> directory = bert_tf.load_model_directory("sst2_model")  # doctest: +SKIP
-    >>> task_from_directory(directory).name, directory.task.label_names  # doctest: +SKIP
-    ('classify', ('negative', 'positive'))
+    >>> task_named("ner").model_class.__name__
+    'BertTokenClassifier'
+    >>> sorted(FINETUNED_TASKS)
+    ['classify', 'ner', 'squad']
 """
 
 from __future__ import annotations
 
-from bert_tf.model_directory import ModelDirectory
-from bert_tf.tasks.base import FinetuneTask
+from bert_tf.tasks.base import FinetuneTask, Task
 from bert_tf.tasks.classification.task import ClassificationTask
+from bert_tf.tasks.encoder.task import EncoderTask, PretrainerTask
 from bert_tf.tasks.ner.task import NerTask
 from bert_tf.tasks.spec import TaskSpec
 from bert_tf.tasks.squad.task import SquadTask
 from bert_tf.tokenizer import BertTokenizer
 
-TASK_CLASSES = {task.name: task for task in (ClassificationTask, NerTask, SquadTask)}
+TASKS: dict[str, type[Task]] = {task.name: task for task in (
+    ClassificationTask, NerTask, SquadTask, EncoderTask, PretrainerTask)}
+FINETUNED_TASKS = tuple(name for name, task in TASKS.items() if issubclass(task, FinetuneTask))
 
 
-def task_from_directory(directory: ModelDirectory) -> FinetuneTask:
-    """The task of a fine-tuned model directory (`bert_tf.load_model_directory`), with its saved settings."""
-    if directory.task.task not in TASK_CLASSES:
+def task_named(name: str) -> type[Task]:
+    """The task called `name` ("classify", "ner", ...)."""
+    if name not in TASKS:
+        raise ValueError(f"Unknown task {name!r}; use one of {list(TASKS)}.")
+    return TASKS[name]
+
+
+def task_of_model(model) -> type[Task]:
+    """The task whose model class `model` is an instance of."""
+    for task in TASKS.values():
+        if type(model) is task.model_class:
+            return task
+    for task in TASKS.values():
+        if isinstance(model, task.model_class):
+            return task
+    raise ValueError(f"a {type(model).__name__} is not a bert-tf model "
+                     f"({', '.join(task.model_class.__name__ for task in TASKS.values())}).")
+
+
+def task_of_hf_architecture(architecture: str | None) -> type[FinetuneTask] | None:
+    """The fine-tuning task whose Hugging Face class is `architecture` (e.g. "BertForTokenClassification"), or None."""
+    return next((TASKS[name] for name in FINETUNED_TASKS if TASKS[name].hf_architecture == architecture), None)
+
+
+def task_from_directory(directory) -> FinetuneTask:
+    """The task of a fine-tuned model directory (a `bert_tf.load_model_directory` result), with its saved settings."""
+    if directory.task.task not in FINETUNED_TASKS:
         raise ValueError(f"{directory.path} holds a model without a task (an {directory.task.task}); fine-tune it "
                          f"first (bert-tf finetune --init {directory.path} ...).")
     return task_from_spec(directory.task, directory.tokenizer())
 
 
 def task_from_spec(spec: TaskSpec, tokenizer: BertTokenizer) -> FinetuneTask:
-    """The task that `spec` defines."""
-    return TASK_CLASSES[spec.task](tokenizer, spec)
-
-
+    """The fine-tuning task that `spec` defines, reading text with `tokenizer`."""
+    return task_named(spec.task)(tokenizer, spec)

@@ -13,6 +13,14 @@ Example:
     >>> model.compile(optimizer="adam")  # loss: sparse categorical cross-entropy from logits
     >>> type(model.loss).__name__
     'SparseCategoricalCrossentropy'
+
+Raw strings in, as KerasHub's tasks take them: a task model with a preprocessor (`preprocessor=` a
+`bert_tf.BertPreprocessor`; every model loaded from a model directory has its task's; otherwise one
+is made from the encoder's vocabulary, `from_pretrained`'s, at `DEFAULT_SEQ_LENGTH` tokens) takes
+texts, or pairs, in `fit`, `evaluate`, `predict` and when called (`bert_tf.tasks.text_inputs` says
+which values are texts); token ids still work as before. Texts are tokenized in `tf.data` (`fit`,
+`evaluate`, `predict`) or in the graph (a call). `predict` on texts returns the task's probabilities
+(`probabilities` of each model class), on token ids the raw outputs, as Keras' does.
 """
 
 from __future__ import annotations
@@ -20,9 +28,23 @@ from __future__ import annotations
 import abc
 
 import keras
+import numpy as np
+import tensorflow as tf
 
 from bert_tf.layers import weight_initializer
 from bert_tf.model import BertModel
+from bert_tf.preprocessor import BertPreprocessor
+from bert_tf.tasks.text_inputs import contains_tensors, text_batches, text_segments
+from bert_tf.tokenizer import BertTokenizer
+
+DEFAULT_SEQ_LENGTH = 128  # tokens per text of the preprocessor made from the encoder's vocabulary
+
+
+def softmax(logits) -> np.ndarray:
+    """Softmax over the last axis (NumPy, float32)."""
+    logits = np.asarray(logits, np.float64)
+    exp = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return (exp / exp.sum(axis=-1, keepdims=True)).astype(np.float32)
 
 
 def _is_auto(value) -> bool:
@@ -34,16 +56,82 @@ class BertTaskModel(keras.Model, metaclass=abc.ABCMeta):
 
     encoder_output = "pooled_output"  # the encoder output the head reads: "pooled_output" or "sequence_output"
 
-    def __init__(self, encoder: BertModel, **kwargs):
+    text_padding = "max_length"  # how a batch of texts is padded: "longest" where the outputs do not depend on it
+
+    def __init__(self, encoder: BertModel, preprocessor=None, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(encoder, BertModel):
             raise TypeError(f"{type(self).__name__}: encoder must be a bert_tf.BertModel, got {type(encoder).__name__}.")
         self.encoder = encoder
+        self.set_preprocessor(preprocessor)
+
+    def set_preprocessor(self, preprocessor) -> None:
+        """Texts are tokenized by `preprocessor` (a `BertPreprocessor`, or any callable from a list of string tensors
+        [batch], one per text of an example, to the three id tensors); None: made from the encoder's vocabulary
+        when first needed."""
+        # Not an attribute Keras tracks: the preprocessor is not saved in the .keras file (a model directory
+        # keeps the vocabulary and the task's settings it is made from).
+        object.__setattr__(self, "_preprocessor", preprocessor)
+
+    def text_preprocessor(self):
+        """The preprocessor of raw-string inputs (`set_preprocessor`); made from the encoder's vocabulary if unset."""
+        if self._preprocessor is None:
+            vocab_file = getattr(self.encoder, "vocab_file", None)
+            if vocab_file is None:
+                raise ValueError(f"This {type(self).__name__} has no tokenizer for raw text: give it one "
+                                 "(preprocessor=bert_tf.BertPreprocessor(bert_tf.BertTokenizer(vocab_file), "
+                                 "seq_length=128)), load it with bert_tf.load_model_directory, or pass token ids "
+                                 "({'input_word_ids': ..., 'input_mask': ..., 'input_type_ids': ...}).")
+            seq_length = min(DEFAULT_SEQ_LENGTH, self.encoder.config.max_position_embeddings)
+            tokenizer = BertTokenizer(vocab_file, getattr(self.encoder, "lower_case", None))
+            self.set_preprocessor(BertPreprocessor(tokenizer, seq_length, padding=self.text_padding))
+        return self._preprocessor
 
     def call(self, inputs, training=None):
+        if isinstance(inputs, (list, tuple)) or (isinstance(inputs, tf.Tensor) and inputs.dtype == tf.string):
+            inputs = self.text_preprocessor()(list(inputs) if isinstance(inputs, (list, tuple)) else [inputs])
         # The encoder's method of that name computes only what the head reads (bert_tf.model.BertModel).
         features = getattr(self.encoder, self.encoder_output)(inputs, training=training)
         return self.head(features, inputs, training=training)
+
+    def __call__(self, inputs, *args, **kwargs):
+        segments = None if contains_tensors(inputs) else text_segments(inputs)
+        if segments is not None:  # Python strings: as string tensors, one per text of an example
+            inputs = [tf.constant(segment.astype(str)) for segment in segments]
+            inputs = inputs[0] if len(inputs) == 1 else tuple(inputs)
+        return super().__call__(inputs, *args, **kwargs)
+
+    def fit(self, x=None, y=None, batch_size=None, sample_weight=None, shuffle=True, validation_data=None,
+            validation_batch_size=None, **kwargs):
+        """`keras.Model.fit`; `x` may be raw strings (module docstring), `validation_data` too."""
+        batches = text_batches(x, y, sample_weight, self.text_preprocessor, batch_size, shuffle=shuffle)
+        if batches is not None:  # shuffled already, if asked
+            x, y, sample_weight, batch_size, shuffle = batches, None, None, None, False
+        if validation_data is not None:
+            validation = text_batches(*keras.utils.unpack_x_y_sample_weight(validation_data), self.text_preprocessor,
+                                      validation_batch_size or batch_size)
+            if validation is not None:
+                validation_data, validation_batch_size = validation, None
+        return super().fit(x, y, batch_size=batch_size, sample_weight=sample_weight, shuffle=shuffle,
+                           validation_data=validation_data, validation_batch_size=validation_batch_size, **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+        """`keras.Model.evaluate`; `x` may be raw strings (module docstring)."""
+        batches = text_batches(x, y, sample_weight, self.text_preprocessor, batch_size)
+        if batches is not None:
+            x, y, sample_weight, batch_size = batches, None, None, None
+        return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
+
+    def predict(self, x, batch_size=None, **kwargs):
+        """`keras.Model.predict`; for raw strings (module docstring), the task's probabilities (`probabilities`)."""
+        batches = text_batches(x, None, None, self.text_preprocessor, batch_size)
+        if batches is None:
+            return super().predict(x, batch_size=batch_size, **kwargs)
+        return self.probabilities(super().predict(batches, **kwargs))
+
+    def probabilities(self, outputs):
+        """The task's probabilities from the model's outputs (NumPy), as `predict` returns them for texts."""
+        return outputs
 
     @abc.abstractmethod
     def head(self, features, inputs, training=None):

@@ -8,8 +8,8 @@ The task and its settings are the model directory's `bert_tf.TaskSpec` (`load_mo
 |---|---|---|---|
 | classify | BertClassifier | `text` (+ `text_b` if `text_pair`) | `probabilities` [b, k] float32 (softmax; sigmoid per class for multi_label), `label_names` [b, k] string, `logits` [b, k]; regression: `predictions` [b, k] only |
 | encoder, pretrainer | BertModel, BertPretrainer (its encoder) | `text` (+ `text_b` if `text_pair`) | `sequence_output` [b, s, hidden], `pooled_output` [b, hidden] float32 |
-| ner | BertTokenClassifier | `text` | `probabilities` [b, s, k], `tag_ids` [b, s] int32, `tags` [b, s] string (per token; "" on padding); from text (`serving.export.saved_model.TextSignatures`): per window of whole words, [b, w, s, k] and [b, w, s] (w: most windows; zeros and "" for missing windows), and `words`, `word_tags` [b, most words], and the entities `entity_type`, `entity_text`, `entity_char_start`, `entity_char_end`, `entity_score` [b, most entities] |
-| squad | BertSpanLabeler | `question`, `context` | `start_logits`, `end_logits` [b, s]; the best span: `answer_start`, `answer_end` [b] int32 (token positions; 0, 0: no answer), `answer_score` (its start + end logit), `answer_probability` (softmax over the `n_best_size` best spans, and the null answer for SQuAD 2.0); from text (`serving.export.saved_model.TextSignatures`): the best span over every doc-stride window of the context, `start_logits`, `end_logits` per window [b, w, s] (zeros for missing windows), `answer_score`, `answer_probability` [b], `answer_text` [b] string, `answer_char_start`, `answer_char_end` [b] int32 (code points; no `answer_start`, `answer_end`) |
+| ner | BertTokenClassifier | `text` | `probabilities` [b, s, k], `tag_ids` [b, s] int32, `tags` [b, s] string (per token; "" on padding); from text (`NerTextServing`, `bert_tf.tasks.ner.ops`): per window of whole words, [b, w, s, k] and [b, w, s] (w: most windows; zeros and "" for missing windows), and `words`, `word_tags` [b, most words], and the entities `entity_type`, `entity_text`, `entity_char_start`, `entity_char_end`, `entity_score` [b, most entities] |
+| squad | BertSpanLabeler | `question`, `context` | `start_logits`, `end_logits` [b, s]; the best span: `answer_start`, `answer_end` [b] int32 (token positions; 0, 0: no answer), `answer_score` (its start + end logit), `answer_probability` (softmax over the `n_best_size` best spans, and the null answer for SQuAD 2.0); from text (`SquadTextServing`, `bert_tf.tasks.squad.ops`): the best span over every doc-stride window of the context, `start_logits`, `end_logits` per window [b, w, s] (zeros for missing windows), `answer_score`, `answer_probability` [b], `answer_text` [b] string, `answer_char_start`, `answer_char_end` [b] int32 (code points; no `answer_start`, `answer_end`) |
 
 The best SQuAD span is `bert_tf.tasks.squad.ops.best_answers`'s, the rules `bert-tf predict`
 and evaluation use (n-best starts × ends, context tokens only, at most
@@ -37,10 +37,10 @@ import tensorflow as tf
 from bert_tf.model import INPUT_NAMES
 from bert_tf.model_directory import ModelDirectory
 from bert_tf.precision import with_precision
-from bert_tf.tasks.classification.ops import classifier_outputs
-from bert_tf.tasks.ner.ops import token_outputs
+from bert_tf.tasks.base import Task
+from bert_tf.tasks.registry import task_named
 from bert_tf.tasks.spec import TaskSpec
-from bert_tf.tasks.squad.ops import row_answers
+from bert_tf.tasks.text_serving import repeated
 from bert_tf.vocabulary import Vocabulary
 
 QUANTIZATIONS = ("none", "bf16", "int8")
@@ -54,12 +54,16 @@ class ServingSpec:
     model: object  # the Keras model the signatures call (a pretrainer's encoder)
     vocabulary: Vocabulary
     vocab_file: Path
-    classifier_mode: str = ""
     quantization: str = "none"  # QUANTIZATIONS: how the export computes (the spec's model is bfloat16's for "bf16")
 
     @property
     def task(self) -> str:
         return self.task_spec.task
+
+    @property
+    def task_class(self) -> type[Task]:
+        """The task's `bert_tf.tasks.base.Task`: what the export computes."""
+        return task_named(self.task)
 
     @property
     def seq_length(self) -> int:
@@ -100,10 +104,9 @@ def serving_spec(directory: ModelDirectory, seq_length: int | None = None,
     vocabulary = Vocabulary.from_file(vocab_file, directory.lower_case)
     return ServingSpec(
         task_spec=task_spec,
-        model=model.encoder if task_spec.task == "pretrainer" else model,
+        model=task_named(task_spec.task).served_model(model),
         vocabulary=vocabulary,
         vocab_file=vocab_file,
-        classifier_mode=model.mode if task_spec.task == "classify" else "",
         quantization=quantization,
     )
 
@@ -151,15 +154,10 @@ def model_info_function(spec: ServingSpec, extra=dict) -> tf.types.experimental.
             "lower_case": tf.constant(spec.lower_case),
             "vocab_size": tf.constant(len(spec.vocabulary), tf.int32),
             "type_vocab_size": tf.constant(getattr(spec.model, "encoder", spec.model).config.type_vocab_size, tf.int32),
+            **spec.task_class.serving_info(spec.model, spec.task_spec),
             **extra(),
         }
-        if spec.label_names:
-            info["label_names"] = tf.constant(spec.label_names)
-        if spec.classifier_mode:
-            info["classifier_mode"] = tf.constant(spec.classifier_mode)
-        if spec.classifier_mode == "multi_label":
-            info["multi_label_threshold"] = tf.constant(spec.task_spec.multi_label_threshold, tf.float32)
-        return {name: _per_example(value, tf.shape(request)[0]) for name, value in info.items()}
+        return {name: repeated(value, tf.shape(request)[0]) for name, value in info.items()}
 
     return model_info
 
@@ -167,24 +165,4 @@ def model_info_function(spec: ServingSpec, extra=dict) -> tf.types.experimental.
 def task_outputs(spec: ServingSpec, ids: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
     """The task's outputs (see the module docstring) for the id tensors `ids` (BERT's three names), each
     row one model input (for ner and squad: one window)."""
-    outputs = spec.model(ids, training=False)
-    if spec.task in ("encoder", "pretrainer"):
-        return {name: tf.cast(outputs[name], tf.float32) for name in ("sequence_output", "pooled_output")}
-    if spec.task == "classify":
-        outputs = classifier_outputs(outputs, spec.classifier_mode)
-        if spec.classifier_mode != "regression":
-            outputs["label_names"] = _per_example(tf.constant(spec.label_names), tf.shape(ids["input_word_ids"])[0])
-        return outputs
-    if spec.task == "ner":
-        return token_outputs(outputs, ids["input_mask"], spec.label_names)
-    start_logits, end_logits = (tf.cast(outputs[name], tf.float32) for name in ("start_logits", "end_logits"))
-    settings = spec.task_spec
-    return {"start_logits": start_logits, "end_logits": end_logits,
-            **row_answers(start_logits, end_logits, ids["input_type_ids"], ids["input_mask"],
-                          max_answer_length=settings.max_answer_length, n_best_size=settings.n_best_size,
-                          version_2=settings.version_2, null_score_threshold=settings.null_score_threshold)}
-
-
-def _per_example(value: tf.Tensor, batch) -> tf.Tensor:
-    """`value` repeated for each example: shape [batch, *value.shape]."""
-    return tf.tile(value[tf.newaxis], [batch] + [1] * value.shape.rank)
+    return spec.task_class.serving_outputs(spec.model, spec.task_spec, ids)

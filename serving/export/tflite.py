@@ -70,7 +70,6 @@ logger = logging.getLogger(__name__)
 INPUT_KINDS = ("ids", "text")
 QUANTIZATIONS = ("none", "int8", "float16")
 MAX_BYTES_PER_WORD = 100
-WINDOWED_TASKS = ("ner", "squad")  # raw text needs several windows per input: no TFLite text model
 
 
 def export_tflite(
@@ -85,7 +84,7 @@ def export_tflite(
     if out.suffix != ".tflite":
         raise ValueError(f"The TFLite output file must end in .tflite, got {out}.")
     spec = serving_spec(load_model_directory(model_dir), seq_length, quantization=_recorded(quantization))
-    if inputs == "text" and spec.task in WINDOWED_TASKS:
+    if inputs == "text" and spec.task_class.windowed:  # raw text needs several windows: no TFLite text model
         raise ValueError(f"A {spec.task} model has no raw-text TFLite export: it reads long inputs in several "
                          "windows, which TFLite cannot run; export --tflite-input ids (one window per row), or serve "
                          "the SavedModel for raw text.")
@@ -195,7 +194,7 @@ def _tflite_module(spec: ServingSpec, with_text: bool) -> tuple[tf.Module, dict]
     def serve_text(*texts):
         ids = module.packer(texts)
         # As the SavedModel: a classifier's batch is padded to its longest text only; encoders answer per token.
-        return task_outputs(spec, to_longest(ids) if spec.task == "classify" else ids)
+        return task_outputs(spec, to_longest(ids) if spec.task_class.text_padding == "longest" else ids)
 
     @tf.function(input_signature=text_input_specs(spec))
     def preprocess(*texts):

@@ -36,8 +36,8 @@ from typing import Iterator
 
 import tensorflow as tf
 
-from bert_tf.tasks.classification.ops import text_packer
 from bert_tf.tasks.spec import TaskSpec
+from bert_tf.tasks.text_serving import text_packer
 from bert_tf.text_files import existing_file, utf8_lines
 from bert_tf.tokenizer import BertTokenizer
 
@@ -222,7 +222,7 @@ class TextPacker:
     """Texts (or text pairs) → model inputs, unpadded: {name: int32 RaggedTensor [examples, (length)]}.
 
     Tokenization runs in the TensorFlow graph: the task's packer
-    (`bert_tf.tasks.classification.ops.text_packer`, which every export of the model uses too:
+    (`bert_tf.tasks.text_serving.text_packer`, which every export of the model uses too:
     texts cut to `max_text_bytes`, pairs by the task's `truncation`) in a `tf.function` (traced once per packer),
     `TOKENIZE_BATCH` texts per call. The tokens are made once per file and fed to `tf.data` from memory
     (`bert_tf.tasks.bucketing.rows_dataset`): building the tokenizer into a `tf.data` map

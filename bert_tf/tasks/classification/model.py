@@ -14,10 +14,11 @@ Example:
 from __future__ import annotations
 
 import keras
+import numpy as np
 
 from bert_tf.layers.dropout import Dropout
 from bert_tf.model import BertModel
-from bert_tf.tasks.task_model import BertTaskModel
+from bert_tf.tasks.task_model import BertTaskModel, softmax
 
 MODES = ("single_label", "multi_label", "regression")
 
@@ -73,8 +74,19 @@ class BertClassifier(BertTaskModel):
         self.classifier.build((None, encoder.config.hidden_size))
         self.built = True
 
+    text_padding = "longest"  # the logits do not depend on padding: a batch of texts is padded to its longest
+
     def head(self, features, inputs, training=None):
         return self.classifier(self.dropout(features, training=training))
+
+    def probabilities(self, outputs):
+        """Softmax of the logits (a sigmoid per class for multi-label; regression: the predictions)."""
+        logits = np.asarray(outputs, np.float64)
+        if self.mode == "regression":
+            return outputs
+        if self.mode == "multi_label":
+            return (1.0 / (1.0 + np.exp(-logits))).astype(np.float32)
+        return softmax(logits)
 
     def default_loss(self) -> keras.losses.Loss:
         """Sparse categorical cross-entropy, binary cross-entropy (both from logits), or mean squared error."""

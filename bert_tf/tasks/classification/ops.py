@@ -1,8 +1,9 @@
-"""Sentence and sentence-pair classification in TensorFlow ops: texts → packed ids, logits → outputs.
+"""Sentence and sentence-pair classification in TensorFlow ops: logits → the exported outputs.
 
 Texts are cut to `max_text_bytes` (`bert_tf.tasks.text_budget`) and packed by `BertPreprocessor`
 with the task's `truncation` of pairs, at most
-`seq_length` tokens, the same for training (`bert_tf.tasks.classification.data.TextPacker`),
+`seq_length` tokens (`bert_tf.tasks.text_serving.text_packer`), the same for training
+(`bert_tf.tasks.classification.data.TextPacker`),
 evaluation, `bert-tf predict` and the SavedModel; the TFLite text model counts the same
 tokens with dense ops (`serving.export.tflite.segment_counts`, tested against it). A class is
 the softmax's argmax, or for multi-label models every class whose sigmoid is at least
@@ -20,22 +21,6 @@ Example:
 from __future__ import annotations
 
 import tensorflow as tf
-
-from bert_tf.preprocessor import BertPreprocessor
-from bert_tf.tasks.spec import TaskSpec
-from bert_tf.tasks.text_budget import cut_text
-from bert_tf.tokenizer import BertTokenizer
-
-
-def text_packer(tokenizer: BertTokenizer, spec: TaskSpec, padding: str = "longest"):
-    """The packer of the task's texts: segments (string [batch] each) → the three id tensors, each text
-    cut to `spec.max_text_bytes`, `seq_length` tokens at most, pairs cut by `spec.truncation`."""
-    preprocessor = BertPreprocessor(tokenizer, spec.seq_length, truncation=spec.truncation, padding=padding)
-
-    def pack(segments) -> dict[str, tf.Tensor]:
-        return preprocessor([cut_text(segment, spec.max_text_bytes) for segment in segments])
-
-    return pack
 
 
 def classifier_outputs(logits: tf.Tensor, mode: str) -> dict[str, tf.Tensor]:

@@ -20,14 +20,22 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import tensorflow as tf
 
 from bert_tf.metrics import SparseCategoricalFocalLoss
-from bert_tf.tasks.base import FinetuneTask
+from bert_tf.tasks.base import FinetuneTask, hf_label_names
 from bert_tf.tasks.bucketing import rows_dataset
 from bert_tf.tasks.classification.data import ClassificationExamples, TextPacker, read_classification_file
 from bert_tf.tasks.classification.metrics import class_weights, classification_report, precision_recall_f1
 from bert_tf.tasks.classification.model import BertClassifier
+from bert_tf.tasks.classification.ops import classifier_outputs
 from bert_tf.tasks.labels import encode_labels, label_vocabulary
+from bert_tf.tasks.score_table import score_table
+from bert_tf.tasks.soft_targets import softened_kl
+from bert_tf.tasks.text_serving import repeated
+
+PROBLEM_TYPES = {"single_label": "single_label_classification", "multi_label": "multi_label_classification",
+                 "regression": "regression"}  # transformers' `problem_type` of each mode
 
 
 @dataclasses.dataclass
@@ -39,6 +47,94 @@ class ClassificationData:
 
 class ClassificationTask(FinetuneTask):
     name = "classify"
+    model_class = BertClassifier
+    reads_text_pairs = True
+    text_padding = BertClassifier.text_padding  # a short request costs a short call
+    primary_metric = "accuracy"
+    hf_architecture, hf_head_name = "BertForSequenceClassification", "classifier"
+    config_fields = ("multi_label", "class_weights", "focal_loss", "text_column", "text_pair_column", "label_column",
+                     "label_names")
+    learns_from_unlabeled_text = True
+
+    # ----- exports, loading, reports ---------------------------------------------------------
+
+    @classmethod
+    def serving_outputs(cls, model, spec, ids):
+        """`probabilities`, `logits` and `label_names` [batch, k] (regression: `predictions` only)."""
+        outputs = classifier_outputs(model(ids, training=False), model.mode)
+        if model.mode != "regression":
+            outputs["label_names"] = repeated(tf.constant(spec.label_names), tf.shape(ids["input_word_ids"])[0])
+        return outputs
+
+    @classmethod
+    def serving_info(cls, model, spec):
+        info = {**super().serving_info(model, spec), "classifier_mode": tf.constant(model.mode)}
+        if model.mode == "multi_label":
+            info["multi_label_threshold"] = tf.constant(spec.multi_label_threshold, tf.float32)
+        return info
+
+    @classmethod
+    def spec_for_model(cls, model, spec):
+        return spec.replace(multi_label=model.mode == "multi_label")
+
+    @classmethod
+    def format_scores(cls, scores):
+        """Accuracy, macro-F1, MCC, F1 (two classes), micro-F1 (multi-label), then the per-class table.
+
+        Example:
+            >>> print(ClassificationTask.format_scores({"accuracy": 0.9, "macro_f1": 0.85, "per_class": {}}))
+            accuracy 0.9000  macro-F1 0.8500
+            class         precision  recall      F1  support
+        """
+        head = [f"accuracy {scores['accuracy']:.4f}", f"macro-F1 {scores['macro_f1']:.4f}"]
+        if "mcc" in scores:
+            head.append(f"MCC {scores['mcc']:.4f}")
+        if "f1" in scores:
+            head.append(f"F1 {scores['f1']:.4f} (second class)")
+        if "micro_f1" in scores:
+            head.append(f"micro-F1 {scores['micro_f1']:.4f}")
+        return "\n".join(["  ".join(head), *score_table("class", scores["per_class"])])
+
+    @classmethod
+    def prediction_lines(cls, inputs, predictions):
+        """`label<TAB>probability<TAB>text` per text (multi-label: the labels, comma-separated, and the text)."""
+        lines = []
+        for example, result in zip(inputs, predictions):
+            label = ",".join(result["labels"]) if "labels" in result else result["label"]
+            probability = "" if "labels" in result else f"\t{result['probability']:.4f}"
+            lines.append(f"{label}{probability}\t{example['text']}")
+        return lines
+
+    @classmethod
+    def soft_target_loss(cls, student, teacher_outputs, student_outputs, labels, temperature):
+        """The softened KL of the logits; multi-label: of each class's sigmoid; regression: the squared difference."""
+        if student.mode == "multi_label":
+            teacher_p = tf.sigmoid(tf.cast(teacher_outputs, tf.float32) / temperature)
+            student_logits = tf.cast(student_outputs, tf.float32) / temperature
+            cross = tf.nn.sigmoid_cross_entropy_with_logits(labels=teacher_p, logits=student_logits)
+            entropy = tf.nn.sigmoid_cross_entropy_with_logits(
+                labels=teacher_p, logits=tf.cast(teacher_outputs, tf.float32) / temperature)
+            return temperature**2 * tf.reduce_mean(cross - entropy)
+        if student.mode == "regression":
+            difference = tf.cast(teacher_outputs, tf.float32) - tf.cast(student_outputs, tf.float32)
+            return tf.reduce_mean(tf.square(difference))
+        return softened_kl(teacher_outputs, student_outputs, temperature)
+
+    @classmethod
+    def hf_config(cls, model):
+        return {**super().hf_config(model), "problem_type": PROBLEM_TYPES[model.mode]}
+
+    @classmethod
+    def model_from_hf(cls, encoder, settings):
+        """The classifier of `id2label`, its mode from `problem_type` (else regression for one label, as
+        transformers)."""
+        labels = hf_label_names(settings)
+        count = len(labels) or settings.get("num_labels", 2)
+        modes = {problem_type: mode for mode, problem_type in PROBLEM_TYPES.items()}
+        mode = modes.get(settings.get("problem_type"), "regression" if count == 1 else "single_label")
+        return BertClassifier(encoder, num_classes=count, label_names=labels or None, mode=mode)
+
+    # ----- fine-tuning -----------------------------------------------------------------------
 
     def __init__(self, tokenizer, spec):
         super().__init__(tokenizer, spec)

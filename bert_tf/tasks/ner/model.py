@@ -22,7 +22,7 @@ from bert_tf.layers.dropout import Dropout
 from bert_tf.metrics.masked_accuracy import MaskedSparseCategoricalAccuracy
 from bert_tf.model import BertModel
 from bert_tf.tasks.ner.word_alignment import IGNORE_LABEL
-from bert_tf.tasks.task_model import BertTaskModel
+from bert_tf.tasks.task_model import BertTaskModel, softmax
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -63,6 +63,10 @@ class BertTokenClassifier(BertTaskModel):
 
     def head(self, features, inputs, training=None):
         return self.classifier(self.dropout(features, training=training))
+
+    def probabilities(self, outputs):
+        """Softmax of each token's logits, [batch, seq_length, num_labels]."""
+        return softmax(outputs)
 
     def default_loss(self) -> keras.losses.Loss:
         """Sparse categorical cross-entropy from logits, averaged over the positions not labelled `IGNORE_LABEL`."""

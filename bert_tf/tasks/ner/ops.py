@@ -31,6 +31,8 @@ from typing import NamedTuple, Sequence
 
 import tensorflow as tf
 
+from bert_tf.tasks.text_budget import cut_text
+from bert_tf.tasks.text_serving import TextServing, per_example
 from bert_tf.vocabulary import Vocabulary
 
 
@@ -180,3 +182,45 @@ def word_entities(tag_ids: tf.RaggedTensor, scores: tf.RaggedTensor, starts: tf.
         per_entity(starts, tf.math.unsorted_segment_min),
         per_entity(ends, tf.math.unsorted_segment_max),
         per_entity(tf.cast(scores, tf.float32), tf.math.unsorted_segment_mean))))
+
+
+class NerTextServing(TextServing):
+    """Raw text → windows of whole words → per-token outputs, and each word's tag and the entities.
+
+    The text is cut to `max_text_bytes`, split into words as BERT's basic tokenizer splits it (at whitespace and
+    around punctuation, `BertTokenizer.words`), each word into pieces, and the words into windows of
+    `seq_length` tokens as `bert-tf predict` does (`word_windows`); a word's tag is its first piece's.
+    Outputs: the per-token outputs per window, [batch, most windows, seq_length, ...] (zeros and "" for the
+    windows a text does not have); `words` and `word_tags` (string [batch, most words], "" only after the last
+    word); the entities (`word_entities`), [batch, most entities]: `entity_type`, `entity_text` (string, ""
+    after the last), `entity_char_start`, `entity_char_end` (int32 code-point offsets, end exclusive) and
+    `entity_score` (float32). `preprocess` gives the windows' ids, [batch, most windows, seq_length].
+    """
+
+    def _windows(self, text):
+        """(ids [windows, seq_length] each, the `WordWindows` of the text's words, (the cut text, its words))."""
+        text = cut_text(text, self.spec.max_text_bytes)
+        words = self.tokenizer.words(text)
+        vocabulary = self.tokenizer.vocabulary
+        windows = word_windows(self.tokenizer.tokenize(words[0]), self.spec.seq_length, vocabulary)
+        return window_inputs(windows, self.spec.seq_length, vocabulary.pad_id), windows, (text, *words)
+
+    def preprocess(self, texts):
+        ids, windows, _ = self._windows(texts[0])
+        return per_example(ids, windows.input_word_ids.row_lengths())
+
+    def outputs(self, texts):
+        ids, windows, (text, words, starts, ends) = self._windows(texts[0])
+        per_window = self.task.serving_outputs(self.model, self.spec, ids)
+        outputs = per_example(per_window, windows.input_word_ids.row_lengths())
+        tag_ids = word_values(outputs["tag_ids"], windows)
+        scores = word_values(tf.reduce_max(outputs["probabilities"], axis=-1), windows)
+        entities = word_entities(tag_ids, scores, starts, ends, self.spec.label_names)
+        entity_text = tf.strings.substr(tf.gather(text, entities.types.value_rowids()), entities.starts.flat_values,
+                                        entities.ends.flat_values - entities.starts.flat_values, unit="UTF8_CHAR")
+        return {**outputs, "words": words.to_tensor(""),
+                "word_tags": word_values(outputs["tags"], windows).to_tensor(""),
+                "entity_type": entities.types.to_tensor(""),
+                "entity_text": entities.types.with_flat_values(entity_text).to_tensor(""),
+                "entity_char_start": entities.starts.to_tensor(0), "entity_char_end": entities.ends.to_tensor(0),
+                "entity_score": entities.scores.to_tensor(0.0)}

@@ -22,14 +22,16 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.tasks.base import FinetuneTask
+from bert_tf.tasks.base import FinetuneTask, hf_label_names
 from bert_tf.tasks.labels import encode_labels, label_vocabulary
 from bert_tf.tasks.ner.conll import Sentence, read_conll, to_bio
 from bert_tf.tasks.ner.features import NerFeatures, ner_features, sentence_word_logits
 from bert_tf.tasks.ner.metrics import ner_scores
 from bert_tf.tasks.ner.model import BertTokenClassifier
-from bert_tf.tasks.ner.ops import word_entities
+from bert_tf.tasks.ner.ops import NerTextServing, token_outputs, word_entities
 from bert_tf.tasks.ner.word_alignment import IGNORE_LABEL
+from bert_tf.tasks.score_table import score_table
+from bert_tf.tasks.soft_targets import softened_kl
 from bert_tf.tasks.text_budget import cut_text
 
 
@@ -63,6 +65,57 @@ class NerData:
 
 class NerTask(FinetuneTask):
     name = "ner"
+    model_class = BertTokenClassifier
+    windowed = True
+    text_serving_class = NerTextServing
+    primary_metric = "f1"
+    hf_architecture, hf_head_name = "BertForTokenClassification", "classifier"
+    learns_from_unlabeled_text = True
+
+    # ----- exports, loading, reports ---------------------------------------------------------
+
+    @classmethod
+    def serving_outputs(cls, model, spec, ids):
+        """Per token: `probabilities` [b, s, k], `tag_ids` [b, s] and `tags` [b, s] ("" on padding)."""
+        return token_outputs(model(ids, training=False), ids["input_mask"], spec.label_names)
+
+    @classmethod
+    def format_scores(cls, scores):
+        """Entity precision, recall and F1 (and token accuracy), then the per-type table.
+
+        Example:
+            >>> print(NerTask.format_scores({"precision": 0.9, "recall": 0.8, "f1": 0.847, "accuracy": 0.97,
+            ...     "per_type": {"PER": {"precision": 0.9, "recall": 0.8, "f1": 0.847, "support": 10}}}))
+            entities: precision 0.9000  recall 0.8000  F1 0.8470  (token accuracy 0.9700)
+            type          precision  recall      F1  support
+            PER              0.9000  0.8000  0.8470       10
+        """
+        head = (f"entities: precision {scores['precision']:.4f}  recall {scores['recall']:.4f}  F1 {scores['f1']:.4f}  "
+                f"(token accuracy {scores['accuracy']:.4f})")
+        return "\n".join([head, *score_table("type", scores["per_type"])])
+
+    @classmethod
+    def prediction_lines(cls, inputs, predictions):
+        """`word/TAG ...` per text, then one indented `TYPE<TAB>text<TAB>score` line per entity."""
+        lines = []
+        for result in predictions:
+            lines.append(" ".join(f"{word}/{tag}" for word, tag in zip(result["words"], result["tags"])))
+            lines.extend(f"  {entity['type']}\t{entity['text']}\t{entity['score']:.4f}"
+                         for entity in result["entities"])
+        return lines
+
+    @classmethod
+    def soft_target_loss(cls, student, teacher_outputs, student_outputs, labels, temperature):
+        """The softened KL of the tag logits over the labelled positions (each word's first piece)."""
+        return softened_kl(teacher_outputs, student_outputs, temperature, tf.not_equal(labels, IGNORE_LABEL))
+
+    @classmethod
+    def model_from_hf(cls, encoder, settings):
+        labels = hf_label_names(settings)
+        return BertTokenClassifier(encoder, num_labels=len(labels) or settings.get("num_labels", 2),
+                                   label_names=labels or None)
+
+    # ----- fine-tuning -----------------------------------------------------------------------
     per_position = True
     label_padding = IGNORE_LABEL
 

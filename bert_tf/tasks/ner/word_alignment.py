@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-# Label of the positions that do not count: later pieces of a word, special and padding tokens.
-# -100 is also Hugging Face's value, so their label arrays work unchanged.
-IGNORE_LABEL = -100
+from bert_tf.metrics.masked_accuracy import IGNORE_LABEL  # later pieces of a word, special and padding tokens
 
 
 def _word_ids(word_ids_per_token) -> np.ndarray:

@@ -38,6 +38,8 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
+from bert_tf.tasks.text_budget import cut_text
+from bert_tf.tasks.text_serving import TextServing, per_example
 from bert_tf.vocabulary import Vocabulary
 
 NEGATIVE_INFINITY = float("-inf")
@@ -250,3 +252,44 @@ def _max_context_window(token, layout: WindowLayout):
     full_score = tf.maximum(before_score, after_score)
     final_wins = (token >= final_start) & ((lowest > highest) | (score(final_start, final_length) > full_score))
     return tf.where(final_wins, final_number, full)
+
+
+class SquadTextServing(TextServing):
+    """A question and its context → doc-stride windows → the best span over all of them, as `bert-tf predict`
+    finds it.
+
+    Uses the spec's `doc_stride`, `max_query_length`, `max_answer_length`, `n_best_size`, `version_2` and
+    `null_score_threshold`. Outputs: `start_logits`, `end_logits` per window, [batch, most windows, seq_length]
+    (zeros for the windows a context does not have); `answer_score`, `answer_probability` [batch] as
+    `best_answers`; `answer_text` (string [batch], "" for no answer) and `answer_char_start`, `answer_char_end`
+    (int32 [batch], code-point offsets into the context, end exclusive, as Python `str` indices). No
+    `answer_start`, `answer_end`: token positions name no window. `preprocess` gives the windows' ids,
+    [batch, most windows, seq_length].
+    """
+
+    def _windows(self, question, context):
+        """(ids [windows, seq_length] each, `SquadWindows`, code-point start and end of each context token)."""
+        spec, vocabulary = self.spec, self.tokenizer.vocabulary
+        question, context = (cut_text(text, spec.max_text_bytes) for text in (question, context))
+        context_ids, starts, ends = self.tokenizer.tokenize_with_offsets(context, unit="UTF8_CHAR")
+        windows = squad_windows(self.tokenizer.tokenize(question), context_ids, spec.seq_length,
+                                spec.max_query_length, spec.doc_stride, vocabulary)
+        return windows.model_inputs(spec.seq_length, vocabulary.pad_id), windows, starts, ends
+
+    def preprocess(self, texts):
+        ids, windows, _, _ = self._windows(*texts)
+        return per_example(ids, windows.layout.num_windows)
+
+    def outputs(self, texts):
+        question, context = texts
+        ids, windows, starts, ends = self._windows(question, context)
+        logits = {name: tf.cast(value, tf.float32) for name, value in self.model(ids, training=False).items()}
+        spec = self.spec
+        answers = best_answers(logits["start_logits"], logits["end_logits"], windows.layout,
+                               max_answer_length=spec.max_answer_length, n_best_size=spec.n_best_size,
+                               version_2=spec.version_2, null_score_threshold=spec.null_score_threshold)
+        char_start, char_end = answer_char_spans(answers, starts, ends)
+        text = tf.strings.substr(context, char_start, char_end - char_start, unit="UTF8_CHAR")
+        return {**per_example(logits, windows.layout.num_windows), "answer_text": text,
+                "answer_char_start": char_start, "answer_char_end": char_end, "answer_score": answers.score,
+                "answer_probability": answers.probability}

@@ -20,11 +20,15 @@ from __future__ import annotations
 
 import dataclasses
 
+import tensorflow as tf
+
 from bert_tf.tasks.base import FinetuneTask
+from bert_tf.tasks.soft_targets import softened_kl
 from bert_tf.tasks.squad.data import SquadExample, is_squad_v2, read_squad
 from bert_tf.tasks.squad.features import SquadFeatures, squad_features
 from bert_tf.tasks.squad.metrics import squad_scores
 from bert_tf.tasks.squad.model import BertSpanLabeler
+from bert_tf.tasks.squad.ops import SquadTextServing, row_answers
 from bert_tf.tasks.squad.postprocess import AnswerPrediction, answer_predictions
 
 
@@ -36,6 +40,60 @@ class SquadData:
 
 class SquadTask(FinetuneTask):
     name = "squad"
+    model_class = BertSpanLabeler
+    windowed = True
+    text_serving_class = SquadTextServing
+    primary_metric = "f1"
+    hf_architecture, hf_head_name = "BertForQuestionAnswering", "qa_outputs"
+
+    # ----- exports, loading, reports ---------------------------------------------------------
+
+    @classmethod
+    def serving_outputs(cls, model, spec, ids):
+        """`start_logits`, `end_logits` [b, s] and the best span of each row taken as one whole window
+        (`row_answers`): `answer_start`, `answer_end`, `answer_score`, `answer_probability` [b]."""
+        outputs = model(ids, training=False)
+        start_logits, end_logits = (tf.cast(outputs[name], tf.float32) for name in ("start_logits", "end_logits"))
+        return {"start_logits": start_logits, "end_logits": end_logits,
+                **row_answers(start_logits, end_logits, ids["input_type_ids"], ids["input_mask"],
+                              max_answer_length=spec.max_answer_length, n_best_size=spec.n_best_size,
+                              version_2=spec.version_2, null_score_threshold=spec.null_score_threshold)}
+
+    @classmethod
+    def format_scores(cls, scores):
+        """Exact match and F1 (percent).
+
+        Example:
+            >>> print(SquadTask.format_scores({"exact_match": 61.25, "f1": 70.5}))
+            exact match 61.25  F1 70.50
+        """
+        return f"exact match {scores['exact_match']:.2f}  F1 {scores['f1']:.2f}"
+
+    @classmethod
+    def prediction_lines(cls, inputs, predictions):
+        """`answer<TAB>probability<TAB>question` per question ("(no answer)" for none)."""
+        return [f"{answer['text'] or '(no answer)'}\t{answer['probability']:.4f}\t{example['question']}"
+                for example, answer in zip(inputs, predictions)]
+
+    @classmethod
+    def soft_target_loss(cls, student, teacher_outputs, student_outputs, labels, temperature):
+        """The mean of the softened KLs of the start and end logits."""
+        return tf.add_n([softened_kl(teacher_outputs[name], student_outputs[name], temperature)
+                         for name in ("start_logits", "end_logits")]) / 2
+
+    @classmethod
+    def hf_head(cls, model):
+        return model.span_logits
+
+    @classmethod
+    def hf_config(cls, model):
+        return {}
+
+    @classmethod
+    def model_from_hf(cls, encoder, settings):
+        return BertSpanLabeler(encoder)
+
+    # ----- fine-tuning -----------------------------------------------------------------------
     per_position = True
 
     def read(self, path, fit_labels=False, need_labels=True) -> list[SquadExample]:

@@ -1,0 +1,87 @@
+"""The raw-text side of an exported model: text → ids (`preprocess`) and text → the task's outputs (`outputs`).
+
+A task's `text_serving` gives one of these; the SavedModel's `serving_default` and `preprocess` signatures
+call it inside a `tf.function` (`serving.export.saved_model`), with bert_tf's exact tokenizer. The
+default, `PackedTextServing`, packs each text (or pair) into one model input with `BertPreprocessor`
+(each text first cut to `max_text_bytes`, pairs cut by the task's `truncation`, as in training) and
+returns the task's `serving_outputs`; tasks that read a text in several windows (NER, SQuAD) give
+their own.
+
+Example:
+    >>> serving = task_named("classify").text_serving(model, spec, tokenizer)  # doctest: +SKIP
+    >>> sorted(serving.outputs([tf.constant(["a fine film"])]))  # doctest: +SKIP
+    ['label_names', 'logits', 'probabilities']
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from bert_tf.preprocessor import BertPreprocessor
+from bert_tf.tasks.spec import TaskSpec
+from bert_tf.tasks.text_budget import cut_text
+from bert_tf.tokenizer import BertTokenizer
+
+
+def text_packer(tokenizer: BertTokenizer, spec: TaskSpec, padding: str = "longest"):
+    """The packer of the task's texts: segments (string [batch] each) → the three id tensors, each text
+    cut to `spec.max_text_bytes`, `seq_length` tokens at most, pairs cut by `spec.truncation`."""
+    preprocessor = BertPreprocessor(tokenizer, spec.seq_length, truncation=spec.truncation, padding=padding)
+
+    def pack(segments) -> dict[str, tf.Tensor]:
+        return preprocessor([cut_text(segment, spec.max_text_bytes) for segment in segments])
+
+    return pack
+
+
+class TextServing:
+    """A task's raw-text signature: `preprocess(texts)` and `outputs(texts)`, `texts` one string tensor [batch]
+    per text input (`TaskSpec.text_inputs`)."""
+
+    def __init__(self, task, model, spec: TaskSpec, tokenizer: BertTokenizer):
+        self.task, self.model, self.spec, self.tokenizer = task, model, spec, tokenizer
+
+    def preprocess(self, texts: list[tf.Tensor]) -> dict[str, tf.Tensor]:
+        """The three id tensors the model reads for `texts`."""
+        raise NotImplementedError
+
+    def outputs(self, texts: list[tf.Tensor]) -> dict[str, tf.Tensor]:
+        """The task's outputs for `texts`."""
+        raise NotImplementedError
+
+
+class PackedTextServing(TextServing):
+    """One model input per text (or pair), padded as the task says (`Task.text_padding`)."""
+
+    def __init__(self, task, model, spec: TaskSpec, tokenizer: BertTokenizer):
+        super().__init__(task, model, spec, tokenizer)
+        self.fixed = text_packer(tokenizer, spec, padding="max_length")
+        self.served = text_packer(tokenizer, spec, padding=task.text_padding)
+
+    def preprocess(self, texts):
+        """int32 [batch, seq_length] each."""
+        return self.fixed(texts)
+
+    def outputs(self, texts):
+        return self.task.serving_outputs(self.model, self.spec, at_least_two_columns(self.served(texts),
+                                                                                    self.tokenizer.vocabulary.pad_id))
+
+
+def per_example(values: dict[str, tf.Tensor], num_windows) -> dict[str, tf.Tensor]:
+    """Per-window values [windows, ...] → [batch, most windows, ...], zeros where an example has fewer."""
+    return {name: tf.RaggedTensor.from_row_lengths(value, num_windows).to_tensor() for name, value in values.items()}
+
+
+def repeated(value: tf.Tensor, batch) -> tf.Tensor:
+    """`value` repeated for each example: shape [batch, *value.shape] (every exported output is batch-major)."""
+    return tf.tile(value[tf.newaxis], [batch] + [1] * value.shape.rank)
+
+
+def at_least_two_columns(ids: dict[str, tf.Tensor], pad_id: int) -> dict[str, tf.Tensor]:
+    """Pads ids to 2 columns where a batch is narrower: only an empty batch padded to its longest text is
+    ([batch 0, 0]); the encoder reads column 0 ([CLS]) and fails on a tensor without it."""
+    missing = tf.maximum(0, 2 - tf.shape(ids["input_word_ids"])[1])
+    return {
+        name: tf.pad(value, [[0, 0], [0, missing]], constant_values=pad_id if name == "input_word_ids" else 0)
+        for name, value in ids.items()
+    }
