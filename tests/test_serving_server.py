@@ -4,6 +4,7 @@ get the right status and the server keeps serving, new versions are picked up, c
 
 import base64
 import json
+import logging
 import re
 import time
 import urllib.error
@@ -17,6 +18,8 @@ from tensorflow_serving.apis import (
     classification_pb2,
     get_model_metadata_pb2,
     get_model_status_pb2,
+    inference_pb2,
+    model_management_pb2,
     model_service_pb2_grpc,
     predict_pb2,
     prediction_service_pb2_grpc,
@@ -238,6 +241,27 @@ def test_malformed_protos_are_invalid_argument(predictions, demo_signatures):
         predictions.Regress(regression_pb2.RegressionRequest(), timeout=20)
     assert raised.value.code() == CODE.UNIMPLEMENTED
     assert_serving(predictions, demo_signatures)
+
+
+def test_methods_this_server_lacks_are_unimplemented_without_a_traceback(predictions, channel, caplog):
+    """Regress on a classifier answered UNIMPLEMENTED, but the server logged the generated servicer's
+    NotImplementedError with its traceback (issue 37, item 6)."""
+    regress = regression_pb2.RegressionRequest()
+    regress.model_spec.name = NAME
+    regress.input.example_list.examples.add().features.feature["text"].bytes_list.value.append(b"a")
+    calls = {
+        "Regress": (predictions.Regress, regress),
+        "MultiInference": (predictions.MultiInference, inference_pb2.MultiInferenceRequest()),
+        "HandleReloadConfigRequest": (model_service_pb2_grpc.ModelServiceStub(channel).HandleReloadConfigRequest,
+                                      model_management_pb2.ReloadConfigRequest()),
+    }
+    with caplog.at_level(logging.INFO):
+        for name, (call, request) in calls.items():
+            with pytest.raises(grpc.RpcError) as raised:
+                call(request, timeout=20)
+            assert (raised.value.code(), raised.value.details()) == (
+                CODE.UNIMPLEMENTED, f"{name} is not supported by this server.")
+    assert not [record.getMessage() for record in caplog.records if record.exc_info]
 
 
 def test_empty_batch_and_empty_string_are_served(predictions):

@@ -49,7 +49,6 @@ import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler
 
-import grpc
 import tensorflow as tf
 from google.protobuf import json_format
 
@@ -484,7 +483,7 @@ class _Handler(BaseHTTPRequestHandler):
                 examples = rest_json.decode_classify_request(request)
             return rest_json.encode_classify_response(classify(servable, signature_name, examples))
         if match["verb"] == "regress":
-            raise ServingError(grpc.StatusCode.UNIMPLEMENTED, "Regress is not supported by this server.")
+            raise ServingError.unimplemented("Regress")
         raise ServingError.not_found(f"Malformed request: {method} {self.path}")
 
     @staticmethod
