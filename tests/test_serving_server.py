@@ -6,9 +6,15 @@ import base64
 import json
 import logging
 import re
+import selectors
+import signal
+import socket
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import grpc
 import numpy as np
@@ -26,8 +32,8 @@ from tensorflow_serving.apis import (
     regression_pb2,
 )
 
-from serving.export.demo_model import LABELS, save_demo_model
 from concurrent_clients import run_clients
+from serving.export.demo_model import LABELS, save_demo_model
 from serving.server.model_server import ModelServer, main
 
 NAME = "demo"
@@ -405,6 +411,58 @@ def test_concurrent_clients(server, predictions, demo_signatures):
 
     errors = run_clients(threads, client)
     assert not errors, errors
+
+
+# ----- stopping ------------------------------------------------------------------
+
+
+class Spinner(tf.Module):
+    """A model whose call counts to its input: as long a model call as a test wants."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.int64, name="steps")])
+    def spin(self, steps):
+        (counted,) = tf.while_loop(lambda i: i < tf.reduce_max(steps), lambda i: i + 1, (tf.constant(0, tf.int64),))
+        return {"counted": tf.fill(tf.shape(steps), counted)}
+
+
+def serve_in_a_process(base_path, *flags):
+    """A `python -m serving.server` process serving `base_path` on free ports, and its REST port once it listens."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "serving.server", "--model_base_path", str(base_path), "--port", "0",
+         "--rest_api_port", "0", *flags],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=Path(__file__).resolve().parents[1])
+    output, deadline = [], time.monotonic() + 120
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        while time.monotonic() < deadline and selector.select(deadline - time.monotonic()):
+            output.append(process.stdout.readline())
+            if ready := re.search(r"REST [\d.]+:(\d+)\. Ctrl-C stops", output[-1]):
+                return process, int(ready[1])
+            if not output[-1]:
+                break
+    process.kill()
+    raise AssertionError("the server did not start: " + "".join(output)[-3000:])
+
+
+def test_sigterm_stops_the_server_while_a_model_call_runs(tmp_path):
+    """SIGTERM stopped listening, then Python waited at exit for the request thread, inside a model call that
+    cannot be interrupted (issue 37, item 1: with dead batch threads, for ever)."""
+    module = Spinner()
+    tf.saved_model.save(module, str(tmp_path / "spin" / "1"), signatures={"serving_default": module.spin})
+    process, rest_port = serve_in_a_process(tmp_path / "spin")
+    try:
+        body = json.dumps({"instances": [10**15]}).encode()
+        with socket.create_connection(("127.0.0.1", rest_port), timeout=10) as client:
+            client.sendall(b"POST /v1/models/default:predict HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s"
+                           % (len(body), body))
+            time.sleep(1.0)  # the model call is running
+            process.send_signal(signal.SIGTERM)
+            started = time.monotonic()
+            process.wait(timeout=15)
+        assert time.monotonic() - started < 5
+    finally:
+        process.kill()
+        process.wait()
 
 
 # ----- the REST JSON formats with several inputs and outputs ---------------------

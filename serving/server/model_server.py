@@ -137,7 +137,8 @@ class ModelServer:
         self.rest_num_threads = rest_num_threads
         self.rest_timeout_s = rest_timeout_s
         self.rest_max_body_bytes = rest_max_body_bytes
-        self._models = self._grpc = self._executor = self._rest = None
+        self._models = self._grpc = self._rest = None
+        self._workers: list[futures.ThreadPoolExecutor] = []  # the threads that answer requests, gRPC's and REST's
         self._stopped = threading.Event()
 
     @property
@@ -173,13 +174,15 @@ class ModelServer:
         )
         self._models.start()
         try:
-            self._executor = futures.ThreadPoolExecutor(self.grpc_max_threads, thread_name_prefix="grpc-serving")
+            grpc_workers = futures.ThreadPoolExecutor(self.grpc_max_threads, thread_name_prefix="grpc-serving")
+            rest_workers = futures.ThreadPoolExecutor(self.rest_num_threads, thread_name_prefix="rest-serving")
+            self._workers = [grpc_workers, rest_workers]
             self._grpc, self.grpc_port = build_grpc_server(
-                self._models, self.host, self.grpc_port, self._executor, self.grpc_channel_arguments
+                self._models, self.host, self.grpc_port, grpc_workers, self.grpc_channel_arguments
             )
             self._grpc.start()
             self._rest = RestServer(
-                self._models, self.host, self.rest_port, self.rest_num_threads, self.rest_timeout_s, self.rest_max_body_bytes
+                self._models, self.host, self.rest_port, rest_workers, self.rest_timeout_s, self.rest_max_body_bytes
             )
             self.rest_port = self._rest.port
             self._rest.start()
@@ -190,21 +193,22 @@ class ModelServer:
                     self.host, self.rest_port)
         return self
 
-    def stop(self, grace_s: float = 1.0) -> None:
-        """Stops listening (requests in flight get `grace_s` seconds to finish) and stops polling."""
+    def stop(self, grace_s: float = 1.0) -> bool:
+        """Stops listening (requests in flight get `grace_s` seconds to finish) and stops polling; whether every
+        request has ended (one in a model call, which cannot be interrupted, may go on past the grace)."""
         if self._rest is not None:
             self._rest.stop(grace_s)
             self._rest = None
         if self._grpc is not None:
             self._grpc.stop(grace_s).wait()
             self._grpc = None
-        if self._executor is not None:
-            self._executor.shutdown(wait=False)
-            self._executor = None
         if self._models is not None:
             self._models.stop()
             self._models = None
+        ended = _shut_down(self._workers, grace_s)
+        self._workers = []
         self._stopped.set()
+        return ended
 
     def wait(self) -> None:
         """Blocks until `stop()` (from another thread, or a signal handler)."""
@@ -215,6 +219,14 @@ class ModelServer:
 
     def __exit__(self, *exc_info) -> None:
         self.stop()
+
+
+def _shut_down(workers: list[futures.ThreadPoolExecutor], timeout_s: float) -> bool:
+    """Shuts the thread pools down; whether their threads have ended within `timeout_s`."""
+    waiting = threading.Thread(target=lambda: [pool.shutdown(wait=True) for pool in workers], daemon=True)
+    waiting.start()
+    waiting.join(timeout_s)
+    return not waiting.is_alive()
 
 
 def parse_channel_arguments(text: str) -> dict[str, int | str]:
@@ -356,8 +368,9 @@ def batching_parameters(enable_batching: bool, parameters_file: str):
 
 
 def run(args: argparse.Namespace) -> None:
-    """Serves until interrupted (Ctrl-C or SIGTERM). Raises FileNotFoundError/ValueError/OSError on bad flags
-    or folders (with what to do: e.g. a version folder given as the base path, a model directory not exported)."""
+    """Serves until interrupted (Ctrl-C or SIGTERM; a request still running a second after does not keep the
+    process). Raises FileNotFoundError/ValueError/OSError on bad flags or folders (with what to do: e.g. a version
+    folder given as the base path, a model directory not exported)."""
     if args.model_config_file and args.model_base_path:
         logger.warning("--model_config_file given: --model_name and --model_base_path are ignored.")
     batching = batching_parameters(args.enable_batching, args.batching_parameters_file)
@@ -402,7 +415,11 @@ def run(args: argparse.Namespace) -> None:
     except KeyboardInterrupt:
         logger.info("Stopping.")
     finally:
-        server.stop()
+        if not server.stop():  # Python would wait at exit for the request still running, however long it takes
+            logger.warning("A request is still running after the server stopped: exiting without waiting for it.")
+            logging.shutdown()
+            sys.stdout.flush()
+            os._exit(0)
 
 
 def main(argv: list[str] | None = None, prog: str = "bert-tf serve") -> int:

@@ -11,8 +11,8 @@ with TensorFlow Serving's HTTP status for its gRPC code (400, 404, 501 for `:reg
 Connections (TensorFlow Serving's flags in brackets):
 - One thread accepts connections (listen backlog `BACKLOG`) and reads every request as its
   bytes arrive, without blocking; only a request that has arrived whole (or that can be
-  refused from its headers) goes to one of the `num_threads` workers
-  [`--rest_api_num_threads`], which answer. So an idle, kept-alive or slow connection (one
+  refused from its headers) goes to one of the `workers` threads
+  [`--rest_api_num_threads` of them], which answer. So an idle, kept-alive or slow connection (one
   that stops in the middle of a request) holds no worker. At most `MAX_CONNECTIONS` are
   open; more wait in the backlog. Requests held while they arrive take at most
   `MAX_PENDING_BYTES` together: a request that would pass it is answered 503 and closed.
@@ -28,7 +28,7 @@ Connections (TensorFlow Serving's flags in brackets):
   [no TensorFlow Serving flag: `--rest_api_max_body_bytes` here]; each closes the connection.
 
 Example:
-    >>> server = RestServer(model, "127.0.0.1", 0, 8, 30.0, 2**25).start()  # doctest: +SKIP
+    >>> server = RestServer(models, "127.0.0.1", 0, ThreadPoolExecutor(8), 30.0, 2**25).start()  # doctest: +SKIP
     >>> # curl -d '{"instances": ["a fine day"]}' 127.0.0.1:PORT/v1/models/demo:predict  (PORT: server.port)
     >>> server.stop()                                            # doctest: +SKIP
 """
@@ -79,8 +79,8 @@ _ROUTE = re.compile(
 class RestServer:
     """TensorFlow Serving's REST API for `models` on host:port (0: a free port; see `.port`).
 
-    `num_threads` workers answer requests; `timeout_s` bounds a stalled or idle connection;
-    bodies over `max_body_bytes` are refused (413). `start()` returns once it listens.
+    The threads of `workers` answer requests (its owner shuts it down after `stop()`); `timeout_s` bounds a
+    stalled or idle connection; bodies over `max_body_bytes` are refused (413). `start()` returns once it listens.
     """
 
     def __init__(
@@ -88,7 +88,7 @@ class RestServer:
         models: ModelManager,
         host: str,
         port: int,
-        num_threads: int,
+        workers: ThreadPoolExecutor,
         timeout_s: float,
         max_body_bytes: int,
     ):
@@ -99,7 +99,7 @@ class RestServer:
         self._listener = socket.create_server((host, port), family=family, backlog=BACKLOG)
         self._listener.setblocking(False)
         self.port = self._listener.getsockname()[1]
-        self._workers = ThreadPoolExecutor(num_threads, thread_name_prefix="rest-serving")
+        self._workers = workers
         self._selector = selectors.DefaultSelector()
         self._wakeup, self._wakeup_signal = socket.socketpair()
         self._wakeup_signal.setblocking(False)
@@ -135,7 +135,6 @@ class RestServer:
         for connection in busy + list(self._open):
             connection.close()
         self._drain_handed_back()
-        self._workers.shutdown(wait=False)
         self._listener.close()
         self._selector.close()
         self._wakeup.close()
