@@ -222,6 +222,12 @@ BAD_BODIES = {
     "two different Content-Lengths": (HEAD + "Content-Length: 2\r\nContent-Length: 3\r\n\r\n", b"{}", 400),
     "no Content-Length": (HEAD + "\r\n", b"", 411),
     "chunked body": (HEAD + "Transfer-Encoding: chunked\r\n\r\n", b"2\r\n{}\r\n0\r\n\r\n", 411),
+    # RFC 9112 §5.1: refused. The connection reader framed a body of 2 bytes, the handler saw no Content-Length (411).
+    "whitespace before the colon": (HEAD + "Content-Length : 2\r\n\r\n", b"{}", 400),
+    # The reader took 5 bytes of body, the handler none: they began the next request.
+    "GET, whitespace before the colon": (
+        f"GET /v1/models/{NAME} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length : 5\r\n\r\n", b"hello", 400),
+    "whitespace before another colon": (HEAD + "Accept : */*\r\nContent-Length: 2\r\n\r\n", b"{}", 400),
 }
 
 
@@ -232,6 +238,21 @@ def test_bad_content_length_is_answered_at_once(case, server, predictions, demo_
     assert status == expected, answer
     assert answer["error"]
     assert_serving(server, predictions, demo_signatures)
+
+
+def test_empty_lines_before_a_request_line_are_ignored(server):
+    """An empty line before a request line closed the connection without an answer, and the request after it was
+    lost (RFC 9112 §2.2: a server ignores at least one empty line before a request line)."""
+    body = json.dumps({"instances": ["after an empty line"]}).encode()
+    request = (HEAD + f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+    with socket.create_connection(("127.0.0.1", server.rest_port), timeout=10) as sock:
+        for empty_lines in (b"\r\n", b"\r\n\n\r\n", b"\n"):  # before the first request, then between requests
+            sock.sendall(empty_lines)
+            time.sleep(0.05)  # on their own, as a client that ends its body with a CRLF sends them
+            sock.sendall(request)
+            response = http.client.HTTPResponse(sock)
+            response.begin()
+            assert response.status == 200 and len(json.loads(response.read())["predictions"]) == 1
 
 
 def test_body_shorter_than_content_length_is_400(server):

@@ -8,6 +8,7 @@ nothing of the export or the clients; `python -m serving.server` runs it:
     servable       one loaded version (SavedModel or `model.tflite`), run with TF Serving's checks
     grpc_service   PredictionService and ModelService over gRPC
     rest_service   the REST API (`/v1/models/...`)
+    http_framing   where a REST request begins and ends in a connection's bytes (RFC 9112)
     classify       Classify requests by `serving.classification`'s convention
     errors         `ServingError`: a failed request's gRPC status and HTTP status
 """

@@ -20,12 +20,14 @@ Connections (TensorFlow Serving's flags in brackets):
   connection, reading in that thread, and no limit on them.)
 - A request that has not arrived whole `timeout_s` seconds after its first byte
   [`--rest_api_timeout_in_ms`], or a connection idle that long between requests, is closed.
-  A request line and headers of more than `MAX_HEAD_BYTES` are refused (431).
+- Requests are framed by `serving.server.http_framing`, for the reading thread and the workers
+  alike: empty lines before a request line are skipped; a head over its `MAX_HEAD_BYTES` is 431; the
+  body is checked from its Content-Length before it is read: missing on a POST (or chunked) is
+  411, negative or not a number is 400, over `max_body_bytes` is 413 [no TensorFlow Serving flag:
+  `--rest_api_max_body_bytes` here]; whitespace before a header's colon is 400. Each refusal
+  closes the connection.
 - A client that asks `Expect: 100-continue` is told to continue by the reading thread once its
-  headers pass the checks below, and its body is read there too.
-- The body is checked from its Content-Length before it is read: missing on a POST (or
-  chunked) is 411, negative or not a number is 400, over `max_body_bytes` is 413
-  [no TensorFlow Serving flag: `--rest_api_max_body_bytes` here]; each closes the connection.
+  headers pass those checks, and its body is read there too.
 
 Example:
     >>> server = RestServer(models, "127.0.0.1", 0, ThreadPoolExecutor(8), 30.0, 2**25).start()  # doctest: +SKIP
@@ -55,6 +57,7 @@ from google.protobuf import json_format
 from serving import rest_json
 from serving.server.classify import classify
 from serving.server.errors import ServingError, http_status
+from serving.server.http_framing import Framing, Refusal, frame
 from serving.server.model_manager import ModelManager
 from serving.server.servable import Servable
 
@@ -62,12 +65,7 @@ logger = logging.getLogger(__name__)
 
 BACKLOG = 1024  # connections the kernel queues before they are accepted (capped by net.core.somaxconn)
 MAX_CONNECTIONS = 512
-MAX_HEAD_BYTES = 64 * 2**10  # a request line and headers (http.server's limit on one line)
 MAX_PENDING_BYTES = 256 * 2**20  # requests still arriving, all connections together
-_HEAD_END = re.compile(rb"\r?\n\r?\n")
-_CONTENT_LENGTH = re.compile(rb"(?im)^content-length[ \t]*:[ \t]*([^\r\n]*?)[ \t]*\r?$")
-_TRANSFER_ENCODING = re.compile(rb"(?im)^transfer-encoding[ \t]*:")
-_EXPECT_CONTINUE = re.compile(rb"(?im)^expect[ \t]*:[ \t]*100-continue[ \t]*\r?$")
 REFUSED_BODY_DRAIN_S = 1.0  # after refusing a body, read and drop what the client still sends, so it sees the answer
 _ROUTE = re.compile(
     r"/v1/models/(?P<name>[^/:]+)"
@@ -195,15 +193,16 @@ class RestServer:
             connection.refuse_busy()
             self._forget(connection)
             return
-        self._pending_bytes += len(data)
+        held = len(connection.pending)
         connection.pending += data
-        if was_waiting:  # a new request: its time starts now
+        framing = connection.framing()
+        self._pending_bytes += len(connection.pending) - held
+        if was_waiting and connection.pending:  # a new request: its time starts now
             del self._idle[connection]
             self._idle[connection] = time.monotonic() + self.timeout_s
-        state = _request_state(connection.pending, self.max_body_bytes)
-        if state == "expects_continue" and not connection.continued:
+        if framing.expects_continue and not connection.continued:
             connection.continue_now()
-        if state == "complete" or not data:  # at the end of input, the worker answers what there is
+        if framing.complete or not data:  # at the end of input, the worker answers what there is
             self._dispatch(connection)
 
     def _dispatch(self, connection: "_Connection") -> None:
@@ -294,10 +293,15 @@ class _Connection:
         self.handler = _Handler(sock, address, server, _PendingReader(self))
         sock.setblocking(False)  # the event loop reads; the handler's `setup()` had set a timeout
 
+    def framing(self) -> Framing:
+        """How the request at the start of `pending` is framed (the empty lines before it dropped)."""
+        return frame(self.pending, self.max_body_bytes)
+
     def answer_one_request(self) -> bool:
         """Answers the request in `pending`; False (and the connection closed) if it is to be closed."""
         self.handler.close_connection = True  # unless the request keeps it open
         self.handler.refused_body = False
+        self.handler.framing = self.framing()
         self.sock.settimeout(self.handler.timeout)  # for writing the answer
         try:
             self.handler.handle_one_request()
@@ -311,7 +315,7 @@ class _Connection:
 
     def has_whole_request(self) -> bool:
         """Whether the next request has arrived whole (or can be refused from its headers) already."""
-        return _request_state(self.pending, self.max_body_bytes) == "complete"
+        return self.framing().complete
 
     def continue_now(self) -> None:
         """Tells the client to send its body (`Expect: 100-continue`); the handler then says nothing more."""
@@ -345,15 +349,6 @@ class _Connection:
         self.sock.close()
 
 
-class _BadBody(Exception):
-    """A request body refused from its headers: an HTTP status (400, 411, 413) and a message."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     # The version of an answer to a request line that cannot be read: Python's HTTP/0.9 default sends no status line.
@@ -361,6 +356,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "bert-tf-serving"
     disable_nagle_algorithm = True  # headers and body are two writes: do not hold the second one back
     refused_body = False  # set when the request's body was refused unread (see `_Connection.close`)
+    framing: Framing  # the request's, set by `_Connection` before each request
 
     def __init__(self, sock: socket.socket, address, server: RestServer, rfile: "_PendingReader"):
         # socketserver's handlers answer a whole connection in __init__; this one is set up
@@ -394,50 +390,24 @@ class _Handler(BaseHTTPRequestHandler):
     def handle_expect_100(self):
         """Refuses a body before the client sends it (curl asks first for bodies over 1 MB); the event loop
         has said "100 Continue" already to a body it then read."""
-        try:
-            self._body_length()
-        except _BadBody as error:
-            self._refuse(error)
+        if self.framing.refusal is not None:
+            self._refuse(self.framing.refusal)
             return False
         return True
 
-    def _body_length(self) -> int:
-        """The Content-Length of the request, checked; 0 for a GET without one."""
-        if self.headers.get("Transfer-Encoding"):
-            raise _BadBody(411, "Chunked bodies are not supported: send a Content-Length header.")
-        values = self.headers.get_all("Content-Length", [])
-        if not values:
-            if self.command == "POST":
-                raise _BadBody(411, "A POST needs a Content-Length header.")
-            return 0
-        digits = values[0].strip()
-        if len(set(values)) > 1 or not (digits.isascii() and digits.isdigit()):
-            raise _BadBody(400, f"Invalid Content-Length: {', '.join(values)[:40]!r}.")
-        limit = self.server.max_body_bytes
-        if len(digits.lstrip("0")) > len(str(limit)) or int(digits) > limit:
-            raise _BadBody(
-                413, f"The body is {digits[:40]} bytes; this server takes at most {limit} (--rest_api_max_body_bytes)."
-            )
-        return int(digits)
-
-    def _read_body(self) -> bytes:
-        length = self._body_length()
-        body = self.rfile.read(length)
-        if len(body) < length:
-            raise _BadBody(400, f"The body ended after {len(body)} of its {length} bytes (Content-Length).")
-        return body
-
-    def _refuse(self, error: _BadBody) -> None:
-        logger.info("REST %s %s refused: %d %s", self.command, self.path, error.status, error.message)
+    def _refuse(self, refusal: Refusal) -> None:
+        logger.info("REST %s %s refused: %d %s", self.command, self.path, refusal.status, refusal.message)
         self.close_connection = self.refused_body = True  # the body, if any, is not read
-        self._send(error.status, {"error": error.message})
+        self._send(refusal.status, {"error": refusal.message})
 
     def _answer(self, method: str) -> None:
         started = time.perf_counter()
-        try:
-            body = self._read_body()
-        except _BadBody as error:
-            self._refuse(error)
+        refusal, length = self.framing.refusal, self.framing.body_length
+        body = b"" if refusal else self.rfile.read(length)
+        if refusal is None and len(body) < length:
+            refusal = Refusal(400, f"The body ended after {len(body)} of its {length} bytes (Content-Length).")
+        if refusal is not None:
+            self._refuse(refusal)
             return
         try:
             status, answer = 200, self._route(method, body)
@@ -533,25 +503,6 @@ class _PendingReader(io.RawIOBase):
         data = self.read(len(buffer))
         buffer[:len(data)] = data
         return len(data)
-
-
-def _request_state(pending: bytearray, max_body_bytes: int) -> str:
-    """How much of the first request in `pending` has arrived: "partial" (more is coming),
-    "expects_continue" (its headers are here and ask for "100 Continue" before the body) or
-    "complete" (a worker can answer it without waiting: all of it, or enough to refuse it)."""
-    head_end = _HEAD_END.search(pending, 0, MAX_HEAD_BYTES + 4)
-    if head_end is None:
-        return "complete" if len(pending) > MAX_HEAD_BYTES else "partial"
-    head = bytes(pending[:head_end.start()])
-    lengths = set(_CONTENT_LENGTH.findall(head))
-    if _TRANSFER_ENCODING.search(head) or len(lengths) != 1:
-        return "complete"  # no body, or one the worker refuses (chunked, ambiguous)
-    digits = lengths.pop()
-    if not (digits.isascii() and digits.isdigit()) or len(digits) > 18 or int(digits) > max_body_bytes:
-        return "complete"  # refused from the headers
-    if len(pending) - head_end.end() >= int(digits):
-        return "complete"
-    return "expects_continue" if _EXPECT_CONTINUE.search(head) else "partial"
 
 
 @contextlib.contextmanager
