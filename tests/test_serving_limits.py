@@ -8,6 +8,7 @@ import argparse
 import http.client
 import json
 import re
+import resource
 import socket
 import time
 
@@ -21,6 +22,7 @@ from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 from concurrent_clients import run_clients
 from serving.server.model_server import (DEFAULT_MAX_BATCH_SIZE, DEFAULT_REST_MAX_BODY_BYTES, ModelServer, add_arguments,
                                          main, parse_channel_arguments)
+from serving.server.rest_service import MAX_CONNECTIONS
 
 NAME = "demo"
 MAX_MESSAGE = 2**20  # this module's server: gRPC messages and REST bodies up to 1 MiB
@@ -303,6 +305,31 @@ def test_idle_and_kept_alive_connections_do_not_hold_the_workers(server, demo_si
                 connection.close()
 
         assert run_clients(8, client) == []
+    finally:
+        for sock in idle:
+            sock.close()
+
+
+def test_idle_connections_over_the_cap_do_not_delay_a_request(server):
+    """520 connections that sent nothing (the cap is 512) made a good request wait 29.2 s for the idle ones to
+    time out (issue 37, item 2): past the cap, the connection idle the longest is closed instead."""
+    idle_count = 1000
+    wanted = idle_count + MAX_CONNECTIONS + 256  # the clients' sockets and the server's, in this process
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < wanted:
+        if hard != resource.RLIM_INFINITY and hard < wanted:
+            pytest.skip(f"needs {wanted} open files; the hard limit is {hard}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    idle = []
+    try:
+        for _ in range(idle_count):
+            idle.append(socket.create_connection(("127.0.0.1", server.rest_port), timeout=10))
+        for _ in range(3):
+            started = time.monotonic()
+            status, answer = post(server, {"instances": ["over the cap"]})
+            assert status == 200 and time.monotonic() - started < 1.0, answer
+        idle[0].settimeout(10)
+        assert idle[0].recv(1) == b"", "the oldest idle connection is still open"
     finally:
         for sock in idle:
             sock.close()

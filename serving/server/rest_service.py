@@ -14,7 +14,9 @@ Connections (TensorFlow Serving's flags in brackets):
   refused from its headers) goes to one of the `workers` threads
   [`--rest_api_num_threads` of them], which answer. So an idle, kept-alive or slow connection (one
   that stops in the middle of a request) holds no worker. At most `MAX_CONNECTIONS` are
-  open; more wait in the backlog. Requests held while they arrive take at most
+  open: a connection past them closes the one that has waited longest for its request (idle,
+  or still sending it), so idle connections cannot keep new ones out; only when every one is
+  being answered do new ones wait in the backlog. Requests held while they arrive take at most
   `MAX_PENDING_BYTES` together: a request that would pass it is answered 503 and closed.
   (The standard library's `ThreadingHTTPServer` has a backlog of 5, a thread per
   connection, reading in that thread, and no limit on them.)
@@ -103,7 +105,8 @@ class RestServer:
         self._wakeup_signal.setblocking(False)
         self._handed_back: queue.SimpleQueue[_Connection] = queue.SimpleQueue()
         self._open: set[_Connection] = set()  # every open connection (the event loop's thread only)
-        self._idle: dict[_Connection, float] = {}  # idle connection -> when it is closed
+        # connection the event loop reads (idle, or its request arriving) -> when it is closed, oldest first
+        self._watched: dict[_Connection, float] = {}
         self._busy: set[_Connection] = set()  # connections a worker is answering, guarded by _busy_changed
         self._busy_changed = threading.Condition()
         self._accepting = False
@@ -151,10 +154,11 @@ class RestServer:
                 else:
                     self._read(key.data)
             self._close_expired()
-            self._set_accepting(len(self._open) < MAX_CONNECTIONS and time.monotonic() >= self._accept_again_at)
+            room = len(self._open) < MAX_CONNECTIONS or bool(self._watched)  # a watched connection can make room
+            self._set_accepting(room and time.monotonic() >= self._accept_again_at)
 
     def _accept(self) -> None:
-        while len(self._open) < MAX_CONNECTIONS:
+        while len(self._open) < MAX_CONNECTIONS or self._watched:
             try:
                 sock, address = self._listener.accept()
             except BlockingIOError:
@@ -170,9 +174,11 @@ class RestServer:
                 continue
             self._open.add(connection)
             self._watch(connection)
+            if len(self._open) > MAX_CONNECTIONS:  # the connection that has waited longest makes room
+                self._forget(next(iter(self._watched)))
 
     def _watch(self, connection: "_Connection") -> None:
-        self._idle[connection] = time.monotonic() + self.timeout_s
+        self._watched[connection] = time.monotonic() + self.timeout_s
         self._selector.register(connection.sock, selectors.EVENT_READ, connection)
 
     def _read(self, connection: "_Connection") -> None:
@@ -198,8 +204,8 @@ class RestServer:
         framing = connection.framing()
         self._pending_bytes += len(connection.pending) - held
         if was_waiting and connection.pending:  # a new request: its time starts now
-            del self._idle[connection]
-            self._idle[connection] = time.monotonic() + self.timeout_s
+            del self._watched[connection]
+            self._watched[connection] = time.monotonic() + self.timeout_s
         if framing.expects_continue and not connection.continued:
             connection.continue_now()
         if framing.complete or not data:  # at the end of input, the worker answers what there is
@@ -207,7 +213,7 @@ class RestServer:
 
     def _dispatch(self, connection: "_Connection") -> None:
         self._selector.unregister(connection.sock)
-        del self._idle[connection]
+        del self._watched[connection]
         self._pending_bytes -= len(connection.pending)
         with self._busy_changed:
             self._busy.add(connection)
@@ -215,7 +221,7 @@ class RestServer:
 
     def _forget(self, connection: "_Connection") -> None:
         self._selector.unregister(connection.sock)
-        del self._idle[connection]
+        del self._watched[connection]
         self._pending_bytes -= len(connection.pending)
         self._open.discard(connection)
         connection.close()
@@ -234,8 +240,8 @@ class RestServer:
 
     def _close_expired(self) -> None:
         now = time.monotonic()
-        while self._idle:  # in the order they became idle, so in the order of their deadlines
-            connection, deadline = next(iter(self._idle.items()))
+        while self._watched:  # in the order they began to wait, so in the order of their deadlines
+            connection, deadline = next(iter(self._watched.items()))
             if deadline > now:
                 return
             self._forget(connection)
