@@ -3,14 +3,16 @@ raw HTTP, on a tiny SavedModel built here: answers equal the in-process model, b
 get the right status and the server keeps serving, new versions are picked up, concurrency."""
 
 import base64
+import contextlib
 import json
 import logging
+import queue
 import re
-import selectors
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -431,15 +433,14 @@ def serve_in_a_process(base_path, *flags):
         [sys.executable, "-m", "serving.server", "--model_base_path", str(base_path), "--port", "0",
          "--rest_api_port", "0", *flags],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=Path(__file__).resolve().parents[1])
+    lines = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
     output, deadline = [], time.monotonic() + 120
-    with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
-        while time.monotonic() < deadline and selector.select(deadline - time.monotonic()):
-            output.append(process.stdout.readline())
+    while time.monotonic() < deadline and process.poll() is None:
+        with contextlib.suppress(queue.Empty):
+            output.append(lines.get(timeout=1))
             if ready := re.search(r"REST [\d.]+:(\d+)\. Ctrl-C stops", output[-1]):
                 return process, int(ready[1])
-            if not output[-1]:
-                break
     process.kill()
     raise AssertionError("the server did not start: " + "".join(output)[-3000:])
 
