@@ -22,7 +22,7 @@ from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 from concurrent_clients import run_clients
 from serving.server.model_server import (DEFAULT_MAX_BATCH_SIZE, DEFAULT_REST_MAX_BODY_BYTES, ModelServer, add_arguments,
                                          main, parse_channel_arguments)
-from serving.server.rest_service import MAX_CONNECTIONS
+from serving.server.rest_service import MAX_CONNECTIONS, MAX_PENDING_BYTES, decoding_budget
 
 NAME = "demo"
 MAX_MESSAGE = 2**20  # this module's server: gRPC messages and REST bodies up to 1 MiB
@@ -263,10 +263,32 @@ def test_body_shorter_than_content_length_is_400(server):
 
 
 def test_client_sending_a_refused_body_gets_the_answer(server, predictions, demo_signatures):
-    assert ModelServer(NAME, ".").rest_max_body_bytes == DEFAULT_REST_MAX_BODY_BYTES == 32 * 2**20
+    assert ModelServer(NAME, ".").rest_max_body_bytes == DEFAULT_REST_MAX_BODY_BYTES == 8 * 2**20
     status, answer = post(server, {"instances": ["x" * 1000] * 2000})  # 2 MB, sent in full by http.client
     assert status == 413 and "--rest_api_max_body_bytes" in answer["error"]
     assert_serving(server, predictions, demo_signatures)
+
+
+def test_json_bodies_cost_bounded_memory_however_they_parse(demo_model_dir):
+    """Eight concurrent 32 MiB bodies of {"instances": ["ab", "ab", ...]}, refused after parsing, took the server
+    from 2.1 to 9.0 GB (issue 37, item 4): a body takes its worst-case cost from a budget before it is parsed, so
+    the requests held at once cost at most MAX_PENDING_BYTES + decoding_budget(--rest_api_max_body_bytes), under
+    1 GB with the defaults."""
+    assert MAX_PENDING_BYTES + decoding_budget(DEFAULT_REST_MAX_BODY_BYTES) <= 2**30
+    body_bytes, clients = 2 * 2**20, 16
+    body = json.dumps({"instances": ["ab"] * ((body_bytes - 32) // 6)}).encode()
+    errors = []
+    with ModelServer(NAME, demo_model_dir, poll_wait_s=0, rest_num_threads=clients,
+                     rest_max_body_bytes=body_bytes) as server:
+        def client(index):
+            status, answer = raw_http(server, (HEAD + f"Content-Length: {len(body)}\r\n\r\n").encode(), body)
+            assert status == 400 and "--max_batch_size" in answer["error"]
+
+        growth = peak_rss_growth_mb(lambda: errors.extend(run_clients(clients, client)))  # 406 MB without the budget
+    assert errors == []
+    raw_mb = 2 * clients * body_bytes / 2**20  # each body as the client sends it, and in the server's buffers
+    bound_mb = decoding_budget(body_bytes) / 2**20 + raw_mb + RSS_GROWTH_BOUND_MB
+    assert growth < bound_mb, f"peak RSS rose by {growth:.0f} MB"
 
 
 # ----- REST under connection churn, and kept-alive connections -------------------

@@ -9,6 +9,7 @@ nothing of the export or the clients; `python -m serving.server` runs it:
     grpc_service   PredictionService and ModelService over gRPC
     rest_service   the REST API (`/v1/models/...`)
     http_framing   where a REST request begins and ends in a connection's bytes (RFC 9112)
+    memory_budget  `MemoryBudget`: the memory REST bodies being parsed may take at once
     classify       Classify requests by `serving.classification`'s convention
     errors         `ServingError`: a failed request's gRPC status and HTTP status
 """

@@ -22,7 +22,7 @@ The command takes the flags of `tensorflow_model_server` (`--port`, `--rest_api_
 their defaults, plus `--host` (default 127.0.0.1: only this machine),
 `--max_batch_size` (default 512 rows; the official server sets it in its batching
 parameters file), `--max_request_text_bytes` (default 1 MiB) and `--rest_api_max_body_bytes`
-(default 32 MiB). Requests are limited: gRPC messages to 64 MiB
+(default 8 MiB). Requests are limited: gRPC messages to 64 MiB
 (`--grpc_channel_arguments=grpc.max_receive_message_length=N` changes it; the official server
 allows 2 GiB), REST bodies to `--rest_api_max_body_bytes` (413), batches to `--max_batch_size`
 rows and their text to `--max_request_text_bytes` in all (INVALID_ARGUMENT). Unlike the official server,
@@ -54,7 +54,9 @@ from serving.protocol import DEFAULT_MAX_BATCH_SIZE
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_REST_MAX_BODY_BYTES = 32 * 2**20  # JSON parses to several times its size: less than gRPC's 64 MiB
+# JSON parses to up to ~33 times its size: with this, requests cost the REST front end at most 768 MiB in all
+# (`serving.server.rest_service`), and the largest request within the other limits (512 rows of 512 token ids) fits.
+DEFAULT_REST_MAX_BODY_BYTES = 8 * 2**20
 # Text in one request: 16 requests at once (8 gRPC, 8 REST) hold 16 MiB of text, where 512 texts of 64 KiB (the row and
 # per-text limits) made 32 MiB in one request and cost a BERT-base server 2 GB.
 DEFAULT_MAX_REQUEST_TEXT_BYTES = 2**20
@@ -328,7 +330,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--rest_api_max_body_bytes", type=int, default=DEFAULT_REST_MAX_BODY_BYTES,
-        help=f"refuse larger REST bodies with 413 (default {DEFAULT_REST_MAX_BODY_BYTES}: 32 MiB)",
+        help=f"refuse larger REST bodies with 413 (default {DEFAULT_REST_MAX_BODY_BYTES}: 8 MiB)",
     )
     parser.add_argument(
         "--tensorflow_intra_op_parallelism", type=int, default=0,

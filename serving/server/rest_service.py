@@ -16,8 +16,14 @@ Connections (TensorFlow Serving's flags in brackets):
   that stops in the middle of a request) holds no worker. At most `MAX_CONNECTIONS` are
   open: a connection past them closes the one that has waited longest for its request (idle,
   or still sending it), so idle connections cannot keep new ones out; only when every one is
-  being answered do new ones wait in the backlog. Requests held while they arrive take at most
-  `MAX_PENDING_BYTES` together: a request that would pass it is answered 503 and closed.
+  being answered do new ones wait in the backlog.
+- Memory: requests received and not yet answered take at most `MAX_PENDING_BYTES` together (a
+  request that would pass it is answered 503 and closed). Parsing a JSON body and decoding it
+  into arrays makes up to about 33 bytes per byte of body, so a body first takes
+  `JSON_COST_PER_BYTE` per byte from a budget of `decoding_budget(max_body_bytes)` (two of the
+  largest bodies), waiting while the budget lacks it. The REST front end thus holds at most
+  `MAX_PENDING_BYTES + decoding_budget(max_body_bytes)` for requests: 768 MiB with the defaults
+  (answers are as large as the model's outputs, which this does not count).
   (The standard library's `ThreadingHTTPServer` has a backlog of 5, a thread per
   connection, reading in that thread, and no limit on them.)
 - A request that has not arrived whole `timeout_s` seconds after its first byte
@@ -60,6 +66,7 @@ from serving import rest_json
 from serving.server.classify import classify
 from serving.server.errors import ServingError, http_status
 from serving.server.http_framing import Framing, Refusal, frame
+from serving.server.memory_budget import MemoryBudget
 from serving.server.model_manager import ModelManager
 from serving.server.servable import Servable
 
@@ -67,7 +74,11 @@ logger = logging.getLogger(__name__)
 
 BACKLOG = 1024  # connections the kernel queues before they are accepted (capped by net.core.somaxconn)
 MAX_CONNECTIONS = 512
-MAX_PENDING_BYTES = 256 * 2**20  # requests still arriving, all connections together
+MAX_PENDING_BYTES = 128 * 2**20  # requests received and not yet answered, all connections together
+# Memory that parsing and decoding a JSON body takes per byte of it, at most: measured 32 for instances of `[[]]`,
+# 24 of "ab", 12 to 22 of token ids; with the body itself and the allocator's slack, 40.
+JSON_COST_PER_BYTE = 40
+LARGEST_BODIES_AT_ONCE = 2
 REFUSED_BODY_DRAIN_S = 1.0  # after refusing a body, read and drop what the client still sends, so it sees the answer
 _ROUTE = re.compile(
     r"/v1/models/(?P<name>[^/:]+)"
@@ -111,7 +122,8 @@ class RestServer:
         self._busy_changed = threading.Condition()
         self._accepting = False
         self._accept_again_at = 0.0  # after an accept() error (e.g. no file descriptor left)
-        self._pending_bytes = 0  # of the requests still arriving (the event loop's thread only)
+        self._pending_bytes = 0  # of the requests received and not yet answered (the event loop's thread only)
+        self.decoding = MemoryBudget(decoding_budget(max_body_bytes))
         self._stopping = threading.Event()
         self._loop: threading.Thread | None = None
 
@@ -199,10 +211,9 @@ class RestServer:
             connection.refuse_busy()
             self._forget(connection)
             return
-        held = len(connection.pending)
         connection.pending += data
         framing = connection.framing()
-        self._pending_bytes += len(connection.pending) - held
+        self._count(connection)
         if was_waiting and connection.pending:  # a new request: its time starts now
             del self._watched[connection]
             self._watched[connection] = time.monotonic() + self.timeout_s
@@ -214,7 +225,6 @@ class RestServer:
     def _dispatch(self, connection: "_Connection") -> None:
         self._selector.unregister(connection.sock)
         del self._watched[connection]
-        self._pending_bytes -= len(connection.pending)
         with self._busy_changed:
             self._busy.add(connection)
         self._workers.submit(self._answer_requests, connection)
@@ -222,9 +232,15 @@ class RestServer:
     def _forget(self, connection: "_Connection") -> None:
         self._selector.unregister(connection.sock)
         del self._watched[connection]
-        self._pending_bytes -= len(connection.pending)
         self._open.discard(connection)
         connection.close()
+        self._count(connection)
+
+    def _count(self, connection: "_Connection") -> None:
+        """Counts in `_pending_bytes` what `connection` holds now: its bytes not yet answered (none once closed)."""
+        held = 0 if connection.closed else len(connection.pending)
+        self._pending_bytes += held - connection.counted_bytes
+        connection.counted_bytes = held
 
     def _take_back(self) -> None:
         while True:
@@ -232,10 +248,10 @@ class RestServer:
                 connection = self._handed_back.get_nowait()
             except queue.Empty:
                 return
+            self._count(connection)  # what is left: the start of its next request, if any
             if connection.closed:
                 self._open.discard(connection)
             else:
-                self._pending_bytes += len(connection.pending)  # the start of its next request, if any
                 self._watch(connection)
 
     def _close_expired(self) -> None:
@@ -287,6 +303,11 @@ class RestServer:
             self._wakeup_signal.send(b"\0")
 
 
+def decoding_budget(max_body_bytes: int) -> int:
+    """The memory that REST bodies being parsed and decoded may take at once: that of the largest bodies."""
+    return LARGEST_BODIES_AT_ONCE * JSON_COST_PER_BYTE * max_body_bytes
+
+
 class _Connection:
     """One client connection and its request handler (set up once, for all its requests)."""
 
@@ -295,6 +316,7 @@ class _Connection:
         self.max_body_bytes = server.max_body_bytes
         self.closed = False
         self.pending = bytearray()  # received and not yet read by the handler
+        self.counted_bytes = 0  # of `pending`, as `RestServer._pending_bytes` counts them
         self.continued = False  # "100 Continue" was sent for the request in `pending`
         self.handler = _Handler(sock, address, server, _PendingReader(self))
         sock.setblocking(False)  # the event loop reads; the handler's `setup()` had set a timeout
@@ -415,14 +437,15 @@ class _Handler(BaseHTTPRequestHandler):
         if refusal is not None:
             self._refuse(refusal)
             return
-        try:
-            status, answer = 200, self._route(method, body)
-        except ServingError as error:
-            status, answer = http_status(error.code), {"error": error.message}
-            logger.info("REST %s %s failed: %s: %s", method, self.path, error.code.name, error.message)
-        except Exception as error:  # a bug here must cost one request, not the server
-            logger.exception("REST %s %s failed unexpectedly.", method, self.path)
-            status, answer = 500, {"error": f"{type(error).__name__}: {error}"}
+        with self.server.decoding.taken(JSON_COST_PER_BYTE * len(body)):
+            try:
+                status, answer = 200, self._route(method, body)
+            except ServingError as error:
+                status, answer = http_status(error.code), {"error": error.message}
+                logger.info("REST %s %s failed: %s: %s", method, self.path, error.code.name, error.message)
+            except Exception as error:  # a bug here must cost one request, not the server
+                logger.exception("REST %s %s failed unexpectedly.", method, self.path)
+                status, answer = 500, {"error": f"{type(error).__name__}: {error}"}
         self._send(status, answer)
         logger.debug("REST %s %s -> %d in %.1f ms", method, self.path, status, 1e3 * (time.perf_counter() - started))
 
