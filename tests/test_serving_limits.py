@@ -183,7 +183,7 @@ def test_the_text_of_a_request_is_bounded_in_total(demo_model_dir):
 
 
 def test_batches_over_max_batch_size_are_refused(server, predictions, demo_signatures):
-    assert server.max_batch_size == DEFAULT_MAX_BATCH_SIZE == 512
+    assert server.options.max_batch_size == DEFAULT_MAX_BATCH_SIZE == 512
     ids = np.ones([DEFAULT_MAX_BATCH_SIZE, 4], np.int32)
     response = predictions.Predict(predict_request("serve_ids", ids=ids), timeout=20)
     assert tf.make_ndarray(response.outputs["scores"]).shape == (DEFAULT_MAX_BATCH_SIZE, 3)
