@@ -16,7 +16,8 @@ Connections (TensorFlow Serving's flags in brackets):
   that stops in the middle of a request) holds no worker. At most `MAX_CONNECTIONS` are
   open: a connection past them closes the one that has waited longest for its request (idle,
   or still sending it), so idle connections cannot keep new ones out; only when every one is
-  being answered do new ones wait in the backlog.
+  being answered do new ones wait in the backlog. (The standard library's `ThreadingHTTPServer`
+  has a backlog of 5, a thread per connection, reading in that thread, and no limit on them.)
 - Memory: requests received and not yet answered take at most `MAX_PENDING_BYTES` together (a
   request that would pass it is answered 503 and closed). Parsing a JSON body and decoding it
   into arrays makes up to about 33 bytes per byte of body, so a body first takes
@@ -24,8 +25,6 @@ Connections (TensorFlow Serving's flags in brackets):
   largest bodies), waiting while the budget lacks it. The REST front end thus holds at most
   `MAX_PENDING_BYTES + decoding_budget(max_body_bytes)` for requests: 768 MiB with the defaults
   (answers are as large as the model's outputs, which this does not count).
-  (The standard library's `ThreadingHTTPServer` has a backlog of 5, a thread per
-  connection, reading in that thread, and no limit on them.)
 - A request that has not arrived whole `timeout_s` seconds after its first byte
   [`--rest_api_timeout_in_ms`], or a connection idle that long between requests, is closed.
 - Requests are framed by `serving.server.http_framing`, for the reading thread and the workers
