@@ -23,7 +23,8 @@ from concurrent_clients import run_clients
 from serving.export.saved_model import export_saved_model
 from serving.server.batching import Batcher, BatchingParameters, read_batching_parameters
 from serving.server.errors import ServingError
-from serving.server.model_server import ModelServer, add_arguments, batching_parameters, set_tensorflow_threads
+from serving.server.model_server import (ModelServer, add_arguments, batching_parameters, main,
+                                         set_tensorflow_threads)
 from serving.server.servable import load_servable
 from tiny_exports import TEXTS, tiny_encoder, write_vocab
 
@@ -91,6 +92,52 @@ def test_the_parameters_file_is_tensorflow_servings(tmp_path):
     with pytest.raises(ValueError, match="--batching_parameters_file is set without --enable_batching"):
         batching_parameters(False, str(path))
     assert batching_parameters(False, "") is None and batching_parameters(True, "") == BatchingParameters()
+
+
+OUT_OF_RANGE = {  # issue 37, item 1: the first two hung the server or started ~15,000 threads
+    "batch_timeout_micros { value: 9223372036854775807 }":
+        "batch_timeout_micros must be from 0 to 10000000 (10 s), got 9223372036854775807.",
+    "num_batch_threads { value: 100000 }": "num_batch_threads must be from 1 to 256, got 100000.",
+    "max_batch_size { value: 0 }": "max_batch_size must be from 1 to 65536, got 0.",
+    "max_batch_size { value: 10000000 }": "max_batch_size must be from 1 to 65536, got 10000000.",
+    "max_execution_batch_size { value: -3 }": "max_execution_batch_size must be from 1 to 65536, got -3.",
+    "max_enqueued_batches { value: 0 }": "max_enqueued_batches must be from 1 to 1000000, got 0.",
+    "batch_timeout_micros { value: -1 }": "batch_timeout_micros must be from 0 to 10000000 (10 s), got -1.",
+}
+
+
+@pytest.mark.parametrize("text", OUT_OF_RANGE, ids=list(OUT_OF_RANGE))
+def test_parameters_out_of_range_are_refused_in_one_line(text, tmp_path, capsys):
+    path = tmp_path / "batching.txt"
+    path.write_text(text + "\n")
+    with pytest.raises(ValueError) as refused:
+        read_batching_parameters(path)
+    assert str(refused.value) == f"{path}: {OUT_OF_RANGE[text]}"
+    assert main(["--model_base_path", str(tmp_path), "--enable_batching", "--batching_parameters_file", str(path)]) == 2
+    assert capsys.readouterr().err == f"bert-tf serve: error: {path}: {OUT_OF_RANGE[text]}\n"
+
+
+def test_a_batch_thread_that_fails_fails_the_waiting_requests_and_goes_on():
+    """An error outside the model call (batch_timeout_micros 2**63 - 1 made every batch thread's wait raise
+    OverflowError) ended the batch threads, and their requests waited for ever."""
+    model = FakeModel()
+    batcher = Batcher(model, signature_defs(), BatchingParameters(num_batch_threads=1, batch_timeout_micros=1000))
+    failures = [OverflowError("timestamp out of range for platform time_t")]
+    wait = batcher._changed.wait
+
+    def failing_wait(timeout=None):
+        if timeout is not None and failures:
+            raise failures.pop()
+        return wait(timeout)
+
+    batcher._changed.wait = failing_wait
+    started = time.monotonic()
+    with pytest.raises(ServingError) as failed:
+        batcher.run("serving_default", {"x": np.ones([1, 2])}, deadline=time.monotonic() + 5)
+    assert failed.value.code == CODE.INTERNAL and "OverflowError" in failed.value.message
+    assert time.monotonic() - started < 2
+    np.testing.assert_array_equal(batcher.run("serving_default", {"x": np.ones([2, 2])})["y"], np.full([2, 2], 2))
+    batcher.close()
 
 
 def test_concurrent_requests_share_model_calls_and_get_their_own_rows():

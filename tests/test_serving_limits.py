@@ -8,6 +8,7 @@ import argparse
 import http.client
 import json
 import re
+import resource
 import socket
 import time
 
@@ -21,6 +22,7 @@ from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 from concurrent_clients import run_clients
 from serving.server.model_server import (DEFAULT_MAX_BATCH_SIZE, DEFAULT_REST_MAX_BODY_BYTES, ModelServer, add_arguments,
                                          main, parse_channel_arguments)
+from serving.server.rest_service import MAX_CONNECTIONS, MAX_PENDING_BYTES, decoding_budget
 
 NAME = "demo"
 MAX_MESSAGE = 2**20  # this module's server: gRPC messages and REST bodies up to 1 MiB
@@ -181,7 +183,7 @@ def test_the_text_of_a_request_is_bounded_in_total(demo_model_dir):
 
 
 def test_batches_over_max_batch_size_are_refused(server, predictions, demo_signatures):
-    assert server.max_batch_size == DEFAULT_MAX_BATCH_SIZE == 512
+    assert server.options.max_batch_size == DEFAULT_MAX_BATCH_SIZE == 512
     ids = np.ones([DEFAULT_MAX_BATCH_SIZE, 4], np.int32)
     response = predictions.Predict(predict_request("serve_ids", ids=ids), timeout=20)
     assert tf.make_ndarray(response.outputs["scores"]).shape == (DEFAULT_MAX_BATCH_SIZE, 3)
@@ -222,6 +224,12 @@ BAD_BODIES = {
     "two different Content-Lengths": (HEAD + "Content-Length: 2\r\nContent-Length: 3\r\n\r\n", b"{}", 400),
     "no Content-Length": (HEAD + "\r\n", b"", 411),
     "chunked body": (HEAD + "Transfer-Encoding: chunked\r\n\r\n", b"2\r\n{}\r\n0\r\n\r\n", 411),
+    # RFC 9112 §5.1: refused. The connection reader framed a body of 2 bytes, the handler saw no Content-Length (411).
+    "whitespace before the colon": (HEAD + "Content-Length : 2\r\n\r\n", b"{}", 400),
+    # The reader took 5 bytes of body, the handler none: they began the next request.
+    "GET, whitespace before the colon": (
+        f"GET /v1/models/{NAME} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length : 5\r\n\r\n", b"hello", 400),
+    "whitespace before another colon": (HEAD + "Accept : */*\r\nContent-Length: 2\r\n\r\n", b"{}", 400),
 }
 
 
@@ -234,16 +242,53 @@ def test_bad_content_length_is_answered_at_once(case, server, predictions, demo_
     assert_serving(server, predictions, demo_signatures)
 
 
+def test_empty_lines_before_a_request_line_are_ignored(server):
+    """An empty line before a request line closed the connection without an answer, and the request after it was
+    lost (RFC 9112 §2.2: a server ignores at least one empty line before a request line)."""
+    body = json.dumps({"instances": ["after an empty line"]}).encode()
+    request = (HEAD + f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+    with socket.create_connection(("127.0.0.1", server.rest_port), timeout=10) as sock:
+        for empty_lines in (b"\r\n", b"\r\n\n\r\n", b"\n"):  # before the first request, then between requests
+            sock.sendall(empty_lines)
+            time.sleep(0.05)  # on their own, as a client that ends its body with a CRLF sends them
+            sock.sendall(request)
+            response = http.client.HTTPResponse(sock)
+            response.begin()
+            assert response.status == 200 and len(json.loads(response.read())["predictions"]) == 1
+
+
 def test_body_shorter_than_content_length_is_400(server):
     status, answer = raw_http(server, (HEAD + "Content-Length: 100\r\n\r\n").encode(), b'{"instances"', end_body=True)
     assert status == 400 and "Content-Length" in answer["error"]
 
 
 def test_client_sending_a_refused_body_gets_the_answer(server, predictions, demo_signatures):
-    assert ModelServer(NAME, ".").rest_max_body_bytes == DEFAULT_REST_MAX_BODY_BYTES == 32 * 2**20
+    assert ModelServer(NAME, ".").rest_max_body_bytes == DEFAULT_REST_MAX_BODY_BYTES == 8 * 2**20
     status, answer = post(server, {"instances": ["x" * 1000] * 2000})  # 2 MB, sent in full by http.client
     assert status == 413 and "--rest_api_max_body_bytes" in answer["error"]
     assert_serving(server, predictions, demo_signatures)
+
+
+def test_json_bodies_cost_bounded_memory_however_they_parse(demo_model_dir):
+    """Eight concurrent 32 MiB bodies of {"instances": ["ab", "ab", ...]}, refused after parsing, took the server
+    from 2.1 to 9.0 GB (issue 37, item 4): a body takes its worst-case cost from a budget before it is parsed, so
+    the requests held at once cost at most MAX_PENDING_BYTES + decoding_budget(--rest_api_max_body_bytes), under
+    1 GB with the defaults."""
+    assert MAX_PENDING_BYTES + decoding_budget(DEFAULT_REST_MAX_BODY_BYTES) <= 2**30
+    body_bytes, clients = 2 * 2**20, 16
+    body = json.dumps({"instances": ["ab"] * ((body_bytes - 32) // 6)}).encode()
+    errors = []
+    with ModelServer(NAME, demo_model_dir, poll_wait_s=0, rest_num_threads=clients,
+                     rest_max_body_bytes=body_bytes) as server:
+        def client(index):
+            status, answer = raw_http(server, (HEAD + f"Content-Length: {len(body)}\r\n\r\n").encode(), body)
+            assert status == 400 and "--max_batch_size" in answer["error"]
+
+        growth = peak_rss_growth_mb(lambda: errors.extend(run_clients(clients, client)))  # 406 MB without the budget
+    assert errors == []
+    raw_mb = 2 * clients * body_bytes / 2**20  # each body as the client sends it, and in the server's buffers
+    bound_mb = decoding_budget(body_bytes) / 2**20 + raw_mb + RSS_GROWTH_BOUND_MB
+    assert growth < bound_mb, f"peak RSS rose by {growth:.0f} MB"
 
 
 # ----- REST under connection churn, and kept-alive connections -------------------
@@ -282,6 +327,31 @@ def test_idle_and_kept_alive_connections_do_not_hold_the_workers(server, demo_si
                 connection.close()
 
         assert run_clients(8, client) == []
+    finally:
+        for sock in idle:
+            sock.close()
+
+
+def test_idle_connections_over_the_cap_do_not_delay_a_request(server):
+    """520 connections that sent nothing (the cap is 512) made a good request wait 29.2 s for the idle ones to
+    time out (issue 37, item 2): past the cap, the connection idle the longest is closed instead."""
+    idle_count = 1000
+    wanted = idle_count + MAX_CONNECTIONS + 256  # the clients' sockets and the server's, in this process
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < wanted:
+        if hard != resource.RLIM_INFINITY and hard < wanted:
+            pytest.skip(f"needs {wanted} open files; the hard limit is {hard}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    idle = []
+    try:
+        for _ in range(idle_count):
+            idle.append(socket.create_connection(("127.0.0.1", server.rest_port), timeout=10))
+        for _ in range(3):
+            started = time.monotonic()
+            status, answer = post(server, {"instances": ["over the cap"]})
+            assert status == 200 and time.monotonic() - started < 1.0, answer
+        idle[0].settimeout(10)
+        assert idle[0].recv(1) == b"", "the oldest idle connection is still open"
     finally:
         for sock in idle:
             sock.close()

@@ -3,11 +3,20 @@ raw HTTP, on a tiny SavedModel built here: answers equal the in-process model, b
 get the right status and the server keeps serving, new versions are picked up, concurrency."""
 
 import base64
+import contextlib
 import json
+import logging
+import queue
 import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import grpc
 import numpy as np
@@ -17,14 +26,16 @@ from tensorflow_serving.apis import (
     classification_pb2,
     get_model_metadata_pb2,
     get_model_status_pb2,
+    inference_pb2,
+    model_management_pb2,
     model_service_pb2_grpc,
     predict_pb2,
     prediction_service_pb2_grpc,
     regression_pb2,
 )
 
-from serving.export.demo_model import LABELS, save_demo_model
 from concurrent_clients import run_clients
+from serving.export.demo_model import LABELS, save_demo_model
 from serving.server.model_server import ModelServer, main
 
 NAME = "demo"
@@ -240,6 +251,27 @@ def test_malformed_protos_are_invalid_argument(predictions, demo_signatures):
     assert_serving(predictions, demo_signatures)
 
 
+def test_methods_this_server_lacks_are_unimplemented_without_a_traceback(predictions, channel, caplog):
+    """Regress on a classifier answered UNIMPLEMENTED, but the server logged the generated servicer's
+    NotImplementedError with its traceback (issue 37, item 6)."""
+    regress = regression_pb2.RegressionRequest()
+    regress.model_spec.name = NAME
+    regress.input.example_list.examples.add().features.feature["text"].bytes_list.value.append(b"a")
+    calls = {
+        "Regress": (predictions.Regress, regress),
+        "MultiInference": (predictions.MultiInference, inference_pb2.MultiInferenceRequest()),
+        "HandleReloadConfigRequest": (model_service_pb2_grpc.ModelServiceStub(channel).HandleReloadConfigRequest,
+                                      model_management_pb2.ReloadConfigRequest()),
+    }
+    with caplog.at_level(logging.INFO):
+        for name, (call, request) in calls.items():
+            with pytest.raises(grpc.RpcError) as raised:
+                call(request, timeout=20)
+            assert (raised.value.code(), raised.value.details()) == (
+                CODE.UNIMPLEMENTED, f"{name} is not supported by this server.")
+    assert not [record.getMessage() for record in caplog.records if record.exc_info]
+
+
 def test_empty_batch_and_empty_string_are_served(predictions):
     response = predictions.Predict(predict_request({"text": np.array([], dtype=object)}), timeout=20)
     assert tf.make_ndarray(response.outputs["probabilities"]).shape == (0, 3)
@@ -381,6 +413,57 @@ def test_concurrent_clients(server, predictions, demo_signatures):
 
     errors = run_clients(threads, client)
     assert not errors, errors
+
+
+# ----- stopping ------------------------------------------------------------------
+
+
+class Spinner(tf.Module):
+    """A model whose call counts to its input: as long a model call as a test wants."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.int64, name="steps")])
+    def spin(self, steps):
+        (counted,) = tf.while_loop(lambda i: i < tf.reduce_max(steps), lambda i: i + 1, (tf.constant(0, tf.int64),))
+        return {"counted": tf.fill(tf.shape(steps), counted)}
+
+
+def serve_in_a_process(base_path, *flags):
+    """A `python -m serving.server` process serving `base_path` on free ports, and its REST port once it listens."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "serving.server", "--model_base_path", str(base_path), "--port", "0",
+         "--rest_api_port", "0", *flags],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=Path(__file__).resolve().parents[1])
+    lines = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
+    output, deadline = [], time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        with contextlib.suppress(queue.Empty):
+            output.append(lines.get(timeout=1))
+            if ready := re.search(r"REST [\d.]+:(\d+)\. Ctrl-C stops", output[-1]):
+                return process, int(ready[1])
+    process.kill()
+    raise AssertionError("the server did not start: " + "".join(output)[-3000:])
+
+
+def test_sigterm_stops_the_server_while_a_model_call_runs(tmp_path):
+    """SIGTERM stopped listening, then Python waited at exit for the request thread, inside a model call that
+    cannot be interrupted (issue 37, item 1: with dead batch threads, for ever)."""
+    module = Spinner()
+    tf.saved_model.save(module, str(tmp_path / "spin" / "1"), signatures={"serving_default": module.spin})
+    process, rest_port = serve_in_a_process(tmp_path / "spin")
+    try:
+        body = json.dumps({"instances": [10**15]}).encode()
+        with socket.create_connection(("127.0.0.1", rest_port), timeout=10) as client:
+            client.sendall(b"POST /v1/models/default:predict HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s"
+                           % (len(body), body))
+            time.sleep(1.0)  # the model call is running
+            process.send_signal(signal.SIGTERM)
+            started = time.monotonic()
+            process.wait(timeout=15)
+        assert time.monotonic() - started < 5
+    finally:
+        process.kill()
+        process.wait()
 
 
 # ----- the REST JSON formats with several inputs and outputs ---------------------

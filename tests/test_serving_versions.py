@@ -321,6 +321,36 @@ def test_serve_flags_have_tensorflow_serving_names_and_defaults():
     assert parser.parse_args(["--allow_version_labels_for_unavailable_models"]).allow_version_labels_for_unavailable_models
 
 
+def test_the_flags_reach_the_models_as_one_options_object(tmp_path):
+    """ModelServer relayed 13 settings one by one to ModelManager, which relayed them to each model (issue 35,
+    item 4): the flags make one ModelOptions, handed down as it is; flags and defaults mean what they meant."""
+    import argparse
+
+    from serving.server.batching import BatchingParameters
+    from serving.server.model_options import ModelOptions
+    from serving.server.model_server import add_arguments, build_server
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    server = build_server(parser.parse_args([
+        "--model_base_path", str(tmp_path), "--file_system_poll_wait_seconds", "0.5",
+        "--model_config_file_poll_wait_seconds", "7", "--max_num_load_retries", "2",
+        "--load_retry_interval_micros", "250000", "--allow_version_labels_for_unavailable_models",
+        "--prefer_tflite_model", "--max_batch_size", "64", "--max_request_text_bytes", "1000", "--enable_batching"]))
+    assert server.options == ModelOptions(
+        poll_wait_s=0.5, model_config_poll_wait_s=7, max_num_load_retries=2, load_retry_interval_s=0.25,
+        allow_version_labels_for_unavailable_models=True, prefer_tflite_model=True, max_batch_size=64,
+        max_request_text_bytes=1000, batching=BatchingParameters())
+    assert (server.model_base_path, server.rest_max_body_bytes) == (tmp_path, 8 * 2**20)
+    defaults = build_server(parser.parse_args(["--model_base_path", str(tmp_path)]))
+    assert defaults.options == ModelOptions() == ModelOptions(
+        poll_wait_s=1.0, model_config_poll_wait_s=0, max_num_load_retries=5, load_retry_interval_s=60.0,
+        allow_version_labels_for_unavailable_models=False, prefer_tflite_model=False, max_batch_size=512,
+        max_request_text_bytes=2**20, batching=None)
+    with pytest.raises(ValueError, match="max_num_load_retries must be ≥ 0"):
+        ModelServer(NAME, tmp_path, max_num_load_retries=-1)
+
+
 def test_version_folders_that_cannot_be_folders_are_logged_once(tmp_path, saved_versions, caplog):
     """A version named like a number but a symlink loop, a FIFO or a file is skipped, and said (it was silent)."""
     import os

@@ -13,6 +13,8 @@ The parameters are TensorFlow Serving's `BatchingParameters`, read from the same
 - `num_batch_threads` (the cores): model calls at once, per model version.
 - `allowed_batch_sizes`: a batch is padded up to the next of these sizes (rising, the last equal to
   the largest batch) with copies of its first row, so the model sees few shapes.
+Each number must be within `RANGES` (TF Serving sets no bounds; past these a file hung the server or
+started thousands of threads): a file outside them is refused in one line naming the field and its range.
 - `pad_variable_length_inputs` (false): requests whose inputs differ in a dimension other than the
   first are padded to the longest, with each tensor's first element, as TF Serving pads them;
   without it, such requests are not merged with each other.
@@ -21,7 +23,9 @@ padded to the longest request of the batch, as from TF Serving.
 
 Isolation: a request is checked alone before it joins a batch; if a merged call fails anyway, each
 of its requests is run alone, so a bad request fails by itself. A request whose gRPC deadline
-passes while it waits is dropped from its batch (DEADLINE_EXCEEDED). Signatures whose inputs or
+passes while it waits is dropped from its batch (DEADLINE_EXCEEDED). An unexpected error in a batch
+thread fails the batch it ran and every request waiting (INTERNAL), and the thread goes on: no
+request waits for a thread that has gone. Signatures whose inputs or
 outputs are not batch-major (`model_info`) run unbatched. Each version has its own threads
 (TF Serving shares one pool among models).
 
@@ -50,6 +54,16 @@ from serving.server.errors import ServingError
 
 logger = logging.getLogger(__name__)
 
+MAX_BATCH_ROWS = 2**16
+# Each number's (lowest, highest, what the highest means).
+RANGES = {
+    "max_batch_size": (1, MAX_BATCH_ROWS, ""),
+    "max_execution_batch_size": (1, MAX_BATCH_ROWS, ""),
+    "batch_timeout_micros": (0, 10_000_000, " (10 s)"),
+    "max_enqueued_batches": (1, 1_000_000, ""),
+    "num_batch_threads": (1, 256, ""),
+}
+
 
 @dataclasses.dataclass(frozen=True)
 class BatchingParameters:
@@ -64,15 +78,14 @@ class BatchingParameters:
     max_execution_batch_size: int | None = None
 
     def __post_init__(self):
-        for name in ("max_batch_size", "max_enqueued_batches", "num_batch_threads"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"Batching parameters: {name} must be at least 1, got {getattr(self, name)}.")
-        if self.batch_timeout_micros < 0:
-            raise ValueError(f"Batching parameters: batch_timeout_micros must be ≥ 0, got {self.batch_timeout_micros}.")
+        for name, (lowest, highest, meaning) in RANGES.items():
+            value = getattr(self, name)
+            if value is not None and not lowest <= value <= highest:
+                raise ValueError(f"{name} must be from {lowest} to {highest}{meaning}, got {value}.")
         sizes = list(self.allowed_batch_sizes)
         if sizes and (sizes != sorted(set(sizes)) or sizes[0] < 1 or sizes[-1] != self.execution_batch_size):
-            raise ValueError(f"Batching parameters: allowed_batch_sizes {sizes} must rise, and the last must be the "
-                             f"largest batch ({self.execution_batch_size}).")
+            raise ValueError(f"allowed_batch_sizes {sizes} must rise, and the last must be the largest batch "
+                             f"({self.execution_batch_size}).")
 
     @property
     def execution_batch_size(self) -> int:
@@ -81,7 +94,8 @@ class BatchingParameters:
 
 
 def read_batching_parameters(path: str | Path) -> BatchingParameters:
-    """The parameters of a TensorFlow Serving `--batching_parameters_file` (text-format BatchingParameters)."""
+    """The parameters of a TensorFlow Serving `--batching_parameters_file` (text-format BatchingParameters);
+    ValueError, naming the file, for one that does not parse or holds a number out of its range."""
     message = _batching_parameters_message()
     try:
         text_format.Parse(Path(path).read_text(encoding="utf-8"), message)
@@ -93,8 +107,11 @@ def read_batching_parameters(path: str | Path) -> BatchingParameters:
     if message.HasField("enable_large_batch_splitting") and not message.enable_large_batch_splitting.value:
         logger.warning("%s: enable_large_batch_splitting is false, but this server always splits large requests.",
                        path)
-    return BatchingParameters(**values, allowed_batch_sizes=tuple(message.allowed_batch_sizes),
-                              pad_variable_length_inputs=message.pad_variable_length_inputs)
+    try:
+        return BatchingParameters(**values, allowed_batch_sizes=tuple(message.allowed_batch_sizes),
+                                  pad_variable_length_inputs=message.pad_variable_length_inputs)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
 
 
 def _batching_parameters_message():
@@ -249,16 +266,39 @@ class Batcher:
     # ----- the batch threads -----------------------------------------------------------------
 
     def _work(self) -> None:
+        """Runs batches until the batcher closes; an unexpected error fails the requests of the batch and those
+        waiting (INTERNAL), and the thread goes on."""
         while True:
-            with self._changed:
-                while True:
-                    taken = self._next_batch()
-                    if isinstance(taken, tuple):
-                        break
-                    if taken is None and self._closing:
-                        return
-                    self._changed.wait(taken)
-            self._run_batch(*taken)
+            batch = []
+            try:
+                taken = self._take_batch()
+                if taken is None:
+                    return
+                signature, batch = taken
+                self._run_batch(signature, batch)
+            except Exception as error:  # a bug must not leave requests waiting for a thread that has gone
+                logger.exception("A batch thread%s failed: failing its batch and the requests waiting.", self._describe)
+                for part in batch + self._take_every_request():
+                    if not part.done.is_set():
+                        part.finish(error=_internal_error(error))
+
+    def _take_batch(self) -> tuple[str, list[_Request]] | None:
+        """The next batch to run (signature, requests), once there is one; None once closed with none left."""
+        with self._changed:
+            while True:
+                taken = self._next_batch()
+                if isinstance(taken, tuple):
+                    return taken
+                if taken is None and self._closing:
+                    return None
+                self._changed.wait(taken)
+
+    def _take_every_request(self) -> list[_Request]:
+        """Every request waiting in the queues, which it empties."""
+        with self._changed:
+            taken = [part for queue in self._queues.values() for batch in [queue.open, *queue.closed] for part in batch]
+            self._queues = {name: _Queue() for name in self._queues}
+        return taken
 
     def _run_batch(self, signature: str, batch: list[_Request]) -> None:
         now = time.monotonic()
@@ -282,10 +322,10 @@ class Batcher:
             for part in batch:  # one bad request must not fail its neighbours: each runs alone
                 self._run_alone(signature, part)
             return
-        except Exception as error:  # a bug here must fail this batch, not stop the thread
+        except Exception as error:  # a bug in the model must fail this batch only
             logger.exception("A batch for %s%s failed.", signature, self._describe)
             for part in batch:
-                part.finish(error=ServingError(grpc.StatusCode.INTERNAL, f"{type(error).__name__}: {error}"))
+                part.finish(error=_internal_error(error))
             return
         start = 0
         for part in batch:
@@ -297,6 +337,10 @@ class Batcher:
             part.finish(dict(self._run_model(signature, part.inputs, self._outputs[signature])))
         except ServingError as error:
             part.finish(error=error)
+
+
+def _internal_error(error: Exception) -> ServingError:
+    return ServingError(grpc.StatusCode.INTERNAL, f"{type(error).__name__}: {error}")
 
 
 def _batch_major(signature) -> bool:

@@ -57,6 +57,11 @@ class ServingError(Exception):
         return cls(grpc.StatusCode.NOT_FOUND, message)
 
     @classmethod
+    def unimplemented(cls, method: str) -> "ServingError":
+        """A method of TensorFlow Serving's APIs that this server does not serve (Regress, ...)."""
+        return cls(grpc.StatusCode.UNIMPLEMENTED, f"{method} is not supported by this server.")
+
+    @classmethod
     def from_tf_error(cls, error) -> "ServingError":
         """The status of a `tf.errors.OpError` raised while running the model (same code, its message)."""
         # Eager calls wrap the op's message in "Graph execution error: Detected at node ...

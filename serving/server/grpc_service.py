@@ -3,8 +3,8 @@
 Predict, Classify (see `serving.classification`), GetModelMetadata (`signature_def`) and
 GetModelStatus are served; a request's `model_spec` names the model and a version, a
 version label, or neither (the highest version served). Regress, MultiInference and HandleReloadConfigRequest answer
-UNIMPLEMENTED (the generated base classes do that). A failed request is answered with
-its status (`serving.server.errors`) and logged; the server keeps serving.
+UNIMPLEMENTED. A failed request is answered with its status (`serving.server.errors`) and logged in one line; the
+server keeps serving.
 
 A Predict request's tensors are checked from their metadata before any array is built
 from them: dtype and shape against the signature (`Servable.check_inputs`: no negative
@@ -124,8 +124,24 @@ def _answered(method):
     return wrapper
 
 
+def _unsupported(method_name: str):
+    """A servicer method answering UNIMPLEMENTED, logged in one line (the generated one raises NotImplementedError,
+    which gRPC logs with its traceback)."""
+
+    def method(self, request, context):
+        error = ServingError.unimplemented(method_name)
+        logger.info("%s: %s", method_name, error.message)
+        context.abort(error.code, error.message)
+
+    method.__name__ = method_name
+    return method
+
+
 class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
     """`tensorflow.serving.PredictionService`: Predict, Classify and GetModelMetadata."""
+
+    Regress = _unsupported("Regress")
+    MultiInference = _unsupported("MultiInference")
 
     def __init__(self, models: ModelManager):
         self.models = models
@@ -182,6 +198,8 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
 
 class ModelService(model_service_pb2_grpc.ModelServiceServicer):
     """`tensorflow.serving.ModelService`: GetModelStatus."""
+
+    HandleReloadConfigRequest = _unsupported("HandleReloadConfigRequest")
 
     def __init__(self, models: ModelManager):
         self.models = models

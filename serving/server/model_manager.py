@@ -7,7 +7,7 @@ directory until its `saved_model.pb` or `model.tflite` is there. Write a new ver
 if you can: save it to a temporary directory beside the versions and rename that to its number
 (`bert-tf export` does).
 
-Versions (TensorFlow Serving's flags in brackets):
+Versions (`serving.server.model_options.ModelOptions`' fields, TensorFlow Serving's flags in brackets):
 - The base path is listed at start and every `poll_wait_s` seconds
   [`--file_system_poll_wait_seconds`; ≤ 0: at start only]. The model's version policy picks
   the versions to serve among those on disk: the N highest (`latest`, N = 1 by default),
@@ -18,8 +18,8 @@ Versions (TensorFlow Serving's flags in brackets):
   picked version serves, or at once if none is picked (e.g. every version was deleted).
   Until then the highest of them keeps serving, so a new version that fails to load does
   not take the model down (TensorFlow Serving's availability-preserving policy).
-- A failed load is retried `max_retries` times [`--max_num_load_retries`, 5],
-  `interval_s` apart [`--load_retry_interval_micros`, 1 minute]; the state stays LOADING
+- A failed load is retried `max_num_load_retries` times [`--max_num_load_retries`, 5],
+  `load_retry_interval_s` apart [`--load_retry_interval_micros`, 1 minute]; the state stays LOADING
   meanwhile. So a version copied in file by file (`saved_model.pb` before `variables/`) is
   served at the first retry after it is complete. After the last retry the state is END
   with the error; the version is tried again only if its directory goes and comes back.
@@ -28,7 +28,7 @@ Versions (TensorFlow Serving's flags in brackets):
   a version that serves when the config is applied, unless
   `allow_version_labels_for_unavailable_models` [the same flag], which lets a new label (or
   an unchanged one) point at a version not loaded yet.
-- With a model config file, the file is re-read every `config_poll_wait_s` seconds
+- With a model config file, the file is re-read every `model_config_poll_wait_s` seconds
   [`--model_config_file_poll_wait_seconds`; 0: read once]: new models are loaded, removed
   ones unloaded, changed policies and labels applied. A file that does not parse, or a
   label that points at a version that does not serve, is logged and the previous config
@@ -63,9 +63,9 @@ import tensorflow as tf
 from tensorflow_serving.apis import get_model_status_pb2
 
 from serving.protocol import SAVED_MODEL_FILE, TFLITE_MODEL_FILE
-from serving.server.batching import BatchingParameters
 from serving.server.errors import ServingError
 from serving.server.model_config import ModelConfig, VersionPolicy, beside_config, read_model_config_file
+from serving.server.model_options import ModelOptions
 from serving.server.servable import RequestLimits, Servable, holds_model, load_servable
 
 logger = logging.getLogger(__name__)
@@ -80,14 +80,6 @@ class VersionState:
     state: str
     error_code: grpc.StatusCode = grpc.StatusCode.OK
     error_message: str = ""
-
-
-@dataclasses.dataclass(frozen=True)
-class LoadRetries:
-    """How a failed load is retried: `max_retries` more times, `interval_s` apart (TensorFlow Serving's defaults)."""
-
-    max_retries: int = 5
-    interval_s: float = 60.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,28 +158,17 @@ def _not_version_folders(base_path: Path) -> dict[Path, str]:
 
 
 class VersionedModel:
-    """Model `config.name`: its versions under `config.base_path`, served by `config.policy` (see the module docstring).
-
-    `poll_wait_s` ≤ 0 lists the base path once, at `start()`. `limits`,
-    `prefer_tflite_model` and `batching` are passed to each `load_servable`. `labels` ({label: version}) is set
-    by `ModelManager` once checked.
+    """Model `config.name`: its versions under `config.base_path`, served by `config.policy` and `options` (see the
+    module docstring). `labels` ({label: version}) is set by `ModelManager` once checked.
     """
 
-    def __init__(
-        self, config: ModelConfig, poll_wait_s: float = 1.0, limits: RequestLimits = RequestLimits(),
-        retries: LoadRetries = LoadRetries(),
-        prefer_tflite_model: bool = False,
-        batching: BatchingParameters | None = None,
-    ):
+    def __init__(self, config: ModelConfig, options: ModelOptions = ModelOptions()):
         self.name = config.name
         self.base_path = config.base_path.resolve()
         self.policy = config.policy
         self.labels: dict[str, int] = {}
-        self.poll_wait_s = poll_wait_s
-        self.limits = limits
-        self.retries = retries
-        self.prefer_tflite_model = prefer_tflite_model
-        self.batching = batching
+        self.options = options
+        self._limits = RequestLimits(options.max_batch_size, options.max_request_text_bytes)
         self._servables: dict[int, Servable] = {}  # replaced, never changed: requests read it without the lock
         self._states: dict[int, VersionState] = {}
         self._failures: dict[int, _Failure] = {}
@@ -205,7 +186,7 @@ class VersionedModel:
         check_base_path(self.base_path, self.name, missing_ok=True)
         self.poll()
         if not self._on_disk:
-            waits = "waiting for" if self.poll_wait_s > 0 else "polling is off, so restart the server after writing"
+            waits = "waiting for" if self.options.poll_wait_s > 0 else "polling is off, so restart the server after writing"
             logger.warning(
                 "No version of model %r in %s yet: %s %s/<version>/%s or %s (bert-tf export --model DIR --out %s "
                 "--name %s writes one).",
@@ -311,7 +292,8 @@ class VersionedModel:
         return labels[label]
 
     def _poll_forever(self) -> None:
-        next_poll = time.monotonic() + self.poll_wait_s if self.poll_wait_s > 0 else float("inf")
+        poll_wait_s = self.options.poll_wait_s
+        next_poll = time.monotonic() + poll_wait_s if poll_wait_s > 0 else float("inf")
         while not self._stopping.is_set():
             wake_at = min([next_poll] + [failure.retry_at for failure in self._retrying()])
             self._wakeup.wait(None if wake_at == float("inf") else max(wake_at - time.monotonic(), 0))
@@ -320,7 +302,7 @@ class VersionedModel:
                 return
             try:
                 if time.monotonic() >= next_poll:
-                    next_poll = time.monotonic() + self.poll_wait_s
+                    next_poll = time.monotonic() + poll_wait_s
                     self.poll()
                 else:
                     with self._polling:
@@ -330,7 +312,8 @@ class VersionedModel:
 
     def _retrying(self) -> list[_Failure]:
         with self._polling:
-            return [failure for failure in self._failures.values() if failure.attempts <= self.retries.max_retries]
+            return [failure for failure in self._failures.values()
+                    if failure.attempts <= self.options.max_num_load_retries]
 
     def _reconcile(self) -> None:
         """Loads the picked versions that are due, then unloads the others that may go. Called holding `_polling`."""
@@ -344,7 +327,7 @@ class VersionedModel:
         now = time.monotonic()
         for version in sorted(picked - set(self._servables), reverse=True):
             failure = self._failures.get(version)
-            if failure is None or (failure.attempts <= self.retries.max_retries and now >= failure.retry_at):
+            if failure is None or (failure.attempts <= self.options.max_num_load_retries and now >= failure.retry_at):
                 self._load(version, failure)
         self._unload_unpicked(picked)
 
@@ -353,7 +336,8 @@ class VersionedModel:
         self._set_state(version, VersionState("LOADING"))
         logger.info("Loading version %d of model %r from %s.", version, self.name, path)
         try:
-            servable = load_servable(path, version, self.limits, self.prefer_tflite_model, self.batching)
+            servable = load_servable(path, version, self._limits, self.options.prefer_tflite_model,
+                                     self.options.batching)
         except Exception as error:  # any load failure is retried, then reported in the status
             self._failed(version, error, attempts=1 + (failure.attempts if failure else 0))
             return
@@ -367,12 +351,12 @@ class VersionedModel:
     def _failed(self, version: int, error: Exception, attempts: int) -> None:
         tf_error = ServingError.from_tf_error(error) if isinstance(error, tf.errors.OpError) else None
         end = VersionState("END", tf_error.code if tf_error else grpc.StatusCode.UNKNOWN, f"{type(error).__name__}: {error}")
-        interval = max(self.retries.interval_s, 0.0)
+        interval = max(self.options.load_retry_interval_s, 0.0)
         self._failures[version] = _Failure(attempts, time.monotonic() + interval, end)
-        if attempts <= self.retries.max_retries:
+        if attempts <= self.options.max_num_load_retries:
             logger.warning(
                 "Loading version %d of model %r failed (retry %d of %d in %g s): %s",
-                version, self.name, attempts, self.retries.max_retries, interval, end.error_message,
+                version, self.name, attempts, self.options.max_num_load_retries, interval, end.error_message,
             )
         else:
             logger.error(
@@ -406,35 +390,20 @@ class VersionedModel:
 
 
 class ModelManager:
-    """The models of `configs`, or of the model config file `config_file`, re-read every `config_poll_wait_s`.
-
-    `poll_wait_s`, `limits`, `retries`, `prefer_tflite_model` and `batching` go to each `VersionedModel`;
-    `allow_version_labels_for_unavailable_models` is TensorFlow Serving's flag (module docstring).
-    """
+    """The models of `configs`, or of the model config file `config_file` (re-read every
+    `options.model_config_poll_wait_s`), each a `VersionedModel` with `options`."""
 
     def __init__(
         self,
         configs: Sequence[ModelConfig] = (),
         *,
         config_file: str | Path | None = None,
-        config_poll_wait_s: float = 0.0,
-        poll_wait_s: float = 1.0,
-        limits: RequestLimits = RequestLimits(),
-        retries: LoadRetries = LoadRetries(),
-        allow_version_labels_for_unavailable_models: bool = False,
-        prefer_tflite_model: bool = False,
-        batching: BatchingParameters | None = None,
+        options: ModelOptions = ModelOptions(),
     ):
         if bool(configs) == (config_file is not None):
             raise ValueError("Give either the models' configs or a model config file.")
         self.config_file = Path(config_file) if config_file is not None else None
-        self.config_poll_wait_s = config_poll_wait_s
-        self.poll_wait_s = poll_wait_s
-        self.limits = limits
-        self.retries = retries
-        self.allow_version_labels_for_unavailable_models = allow_version_labels_for_unavailable_models
-        self.prefer_tflite_model = prefer_tflite_model
-        self.batching = batching
+        self.options = options
         self._configs = list(configs)
         self._models: dict[str, VersionedModel] = {}
         self._applying = threading.Lock()
@@ -457,7 +426,7 @@ class ModelManager:
         except BaseException:
             self.stop()
             raise
-        if self.config_file is not None and self.config_poll_wait_s > 0:
+        if self.config_file is not None and self.options.model_config_poll_wait_s > 0:
             self._stopping.clear()
             self._config_poller = threading.Thread(target=self._poll_config_forever, name="poll-config", daemon=True)
             self._config_poller.start()
@@ -516,7 +485,7 @@ class ModelManager:
         return model.status(version, label)
 
     def _poll_config_forever(self) -> None:
-        while not self._stopping.wait(self.config_poll_wait_s):
+        while not self._stopping.wait(self.options.model_config_poll_wait_s):
             self.reload_config()
 
     def _apply(self, configs: Sequence[ModelConfig]) -> None:
@@ -532,8 +501,7 @@ class ModelManager:
                         self._check_base_path(config)  # all of them before any loads
                 for config in configs:
                     if config.name not in kept:
-                        models[config.name] = VersionedModel(config, self.poll_wait_s, self.limits, self.retries,
-                                                             self.prefer_tflite_model, self.batching)
+                        models[config.name] = VersionedModel(config, self.options)
                         models[config.name].start()
             except BaseException:
                 for model in models.values():
@@ -573,7 +541,7 @@ class ModelManager:
         for label, version in config.labels:
             if model.is_available(version):
                 continue
-            if self.allow_version_labels_for_unavailable_models and model.labels.get(label, version) == version:
+            if self.options.allow_version_labels_for_unavailable_models and model.labels.get(label, version) == version:
                 continue
             raise ValueError(
                 f"Request to assign label {label!r} to version {version} of model {config.name}, which is not "

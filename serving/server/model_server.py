@@ -22,7 +22,7 @@ The command takes the flags of `tensorflow_model_server` (`--port`, `--rest_api_
 their defaults, plus `--host` (default 127.0.0.1: only this machine),
 `--max_batch_size` (default 512 rows; the official server sets it in its batching
 parameters file), `--max_request_text_bytes` (default 1 MiB) and `--rest_api_max_body_bytes`
-(default 32 MiB). Requests are limited: gRPC messages to 64 MiB
+(default 8 MiB). Requests are limited: gRPC messages to 64 MiB
 (`--grpc_channel_arguments=grpc.max_receive_message_length=N` changes it; the official server
 allows 2 GiB), REST bodies to `--rest_api_max_body_bytes` (413), batches to `--max_batch_size`
 rows and their text to `--max_request_text_bytes` in all (INVALID_ARGUMENT). Unlike the official server,
@@ -51,15 +51,14 @@ from pathlib import Path
 from typing import Mapping
 
 from serving.protocol import DEFAULT_MAX_BATCH_SIZE
+from serving.server.model_options import (DEFAULT_LOAD_RETRY_INTERVAL_MICROS, DEFAULT_MAX_NUM_LOAD_RETRIES,
+                                          DEFAULT_MAX_REQUEST_TEXT_BYTES, ModelOptions)
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_REST_MAX_BODY_BYTES = 32 * 2**20  # JSON parses to several times its size: less than gRPC's 64 MiB
-# Text in one request: 16 requests at once (8 gRPC, 8 REST) hold 16 MiB of text, where 512 texts of 64 KiB (the row and
-# per-text limits) made 32 MiB in one request and cost a BERT-base server 2 GB.
-DEFAULT_MAX_REQUEST_TEXT_BYTES = 2**20
-DEFAULT_MAX_NUM_LOAD_RETRIES = 5  # TensorFlow Serving's defaults
-DEFAULT_LOAD_RETRY_INTERVAL_MICROS = 60_000_000
+# JSON parses to up to ~33 times its size: with this, requests cost the REST front end at most 768 MiB in all
+# (`serving.server.rest_service`), and the largest request within the other limits (512 rows of 512 token ids) fits.
+DEFAULT_REST_MAX_BODY_BYTES = 8 * 2**20
 
 
 class ModelServer:
@@ -67,77 +66,54 @@ class ModelServer:
     models of `model_config_file` (then `model_name` and `model_base_path` are ignored).
 
     gRPC and REST listen on `host` at `grpc_port` and `rest_port` (0: a free port; read the
-    chosen ones from `.grpc_port` and `.rest_port` after `start()`). `poll_wait_s` is how
-    often base paths are scanned for new versions (≤ 0: only at start);
-    `model_config_poll_wait_s` how often the config file is re-read (≤ 0: only at start);
-    a failed load is retried `max_num_load_retries` times, `load_retry_interval_s` apart;
-    `allow_version_labels_for_unavailable_models` as in `serving.server.model_manager`;
-    `prefer_tflite_model` serves a version's `model.tflite` when it has a SavedModel too
-    (`serving.server.servable.load_servable`);
-    `max_batch_size` rejects larger batches, `max_request_text_bytes` requests holding more text in all, with
-    INVALID_ARGUMENT (0: no limit);
-    `grpc_max_threads` gRPC requests run at once; `grpc_channel_arguments` override
+    chosen ones from `.grpc_port` and `.rest_port` after `start()`). `grpc_max_threads` gRPC
+    requests run at once; `grpc_channel_arguments` override
     `serving.server.grpc_service.DEFAULT_CHANNEL_ARGUMENTS` (e.g. {"grpc.max_receive_message_length":
     2**30}); `rest_num_threads`, `rest_timeout_s` and `rest_max_body_bytes` are the REST
-    front end's (`serving.server.rest_service`). Use it as a context manager, or `start()` ... `stop()`.
+    front end's (`serving.server.rest_service`). `model_options` are the fields of
+    `serving.server.model_options.ModelOptions` (`poll_wait_s`, `max_batch_size`, `batching`, ...), which
+    go to every model as `.options`. Use it as a context manager, or `start()` ... `stop()`.
     """
 
     def __init__(
         self,
         model_name: str = "default",
         model_base_path: str | Path | None = None,
+        *,
+        model_config_file: str | Path | None = None,
         host: str = "127.0.0.1",
         grpc_port: int = 0,
         rest_port: int = 0,
-        poll_wait_s: float = 1.0,
-        max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
-        max_request_text_bytes: int = DEFAULT_MAX_REQUEST_TEXT_BYTES,
         grpc_max_threads: int = 8,
         grpc_channel_arguments: Mapping[str, int | str] | None = None,
         rest_num_threads: int = 8,
         rest_timeout_s: float = 30.0,
         rest_max_body_bytes: int = DEFAULT_REST_MAX_BODY_BYTES,
-        model_config_file: str | Path | None = None,
-        model_config_poll_wait_s: float = 0.0,
-        max_num_load_retries: int = DEFAULT_MAX_NUM_LOAD_RETRIES,
-        load_retry_interval_s: float = DEFAULT_LOAD_RETRY_INTERVAL_MICROS / 1e6,
-        allow_version_labels_for_unavailable_models: bool = False,
-        prefer_tflite_model: bool = False,
-        batching=None,
+        **model_options,
     ):
         if model_config_file is None:
             if model_base_path is None:
                 raise ValueError("Give a model base path (--model_base_path) or a model config file (--model_config_file).")
             if not model_name or "/" in model_name or ":" in model_name:
                 raise ValueError(f"Invalid model name {model_name!r}: it must be non-empty, without '/' or ':'.")
-        if max_num_load_retries < 0:
-            raise ValueError("max_num_load_retries must be ≥ 0.")
-        if max_batch_size < 0 or max_request_text_bytes < 0 or grpc_max_threads < 1 or rest_num_threads < 1:
-            raise ValueError("max_batch_size and max_request_text_bytes must be ≥ 0, grpc_max_threads and "
-                             "rest_num_threads ≥ 1.")
+        if grpc_max_threads < 1 or rest_num_threads < 1:
+            raise ValueError("grpc_max_threads and rest_num_threads must be ≥ 1.")
         if rest_timeout_s <= 0 or rest_max_body_bytes < 0:
             raise ValueError("rest_timeout_s must be > 0 and rest_max_body_bytes ≥ 0.")
+        self.options = ModelOptions(**model_options)
         self.model_name = model_name
         self.model_base_path = Path(model_base_path) if model_base_path is not None else None
         self.model_config_file = Path(model_config_file) if model_config_file is not None else None
-        self.model_config_poll_wait_s = model_config_poll_wait_s
-        self.max_num_load_retries = max_num_load_retries
-        self.load_retry_interval_s = load_retry_interval_s
-        self.allow_version_labels_for_unavailable_models = allow_version_labels_for_unavailable_models
-        self.prefer_tflite_model = prefer_tflite_model
-        self.batching = batching  # serving.server.batching.BatchingParameters, or None: no request batching
         self.host = host
         self.grpc_port = grpc_port
         self.rest_port = rest_port
-        self.poll_wait_s = poll_wait_s
-        self.max_batch_size = max_batch_size
-        self.max_request_text_bytes = max_request_text_bytes
         self.grpc_max_threads = grpc_max_threads
         self.grpc_channel_arguments = dict(grpc_channel_arguments or {})
         self.rest_num_threads = rest_num_threads
         self.rest_timeout_s = rest_timeout_s
         self.rest_max_body_bytes = rest_max_body_bytes
-        self._models = self._grpc = self._executor = self._rest = None
+        self._models = self._grpc = self._rest = None
+        self._workers: list[futures.ThreadPoolExecutor] = []  # the threads that answer requests, gRPC's and REST's
         self._stopped = threading.Event()
 
     @property
@@ -154,32 +130,23 @@ class ModelServer:
         # pay for importing TensorFlow.
         from serving.server.grpc_service import build_grpc_server
         from serving.server.model_config import ModelConfig
-        from serving.server.model_manager import LoadRetries, ModelManager
+        from serving.server.model_manager import ModelManager
         from serving.server.rest_service import RestServer
-        from serving.server.servable import RequestLimits
 
         self._stopped.clear()
         configs = [] if self.model_config_file else [ModelConfig(self.model_name, self.model_base_path)]
-        self._models = ModelManager(
-            configs,
-            config_file=self.model_config_file,
-            config_poll_wait_s=self.model_config_poll_wait_s,
-            poll_wait_s=self.poll_wait_s,
-            limits=RequestLimits(self.max_batch_size, self.max_request_text_bytes),
-            retries=LoadRetries(self.max_num_load_retries, self.load_retry_interval_s),
-            allow_version_labels_for_unavailable_models=self.allow_version_labels_for_unavailable_models,
-            prefer_tflite_model=self.prefer_tflite_model,
-            batching=self.batching,
-        )
+        self._models = ModelManager(configs, config_file=self.model_config_file, options=self.options)
         self._models.start()
         try:
-            self._executor = futures.ThreadPoolExecutor(self.grpc_max_threads, thread_name_prefix="grpc-serving")
+            grpc_workers = futures.ThreadPoolExecutor(self.grpc_max_threads, thread_name_prefix="grpc-serving")
+            rest_workers = futures.ThreadPoolExecutor(self.rest_num_threads, thread_name_prefix="rest-serving")
+            self._workers = [grpc_workers, rest_workers]
             self._grpc, self.grpc_port = build_grpc_server(
-                self._models, self.host, self.grpc_port, self._executor, self.grpc_channel_arguments
+                self._models, self.host, self.grpc_port, grpc_workers, self.grpc_channel_arguments
             )
             self._grpc.start()
             self._rest = RestServer(
-                self._models, self.host, self.rest_port, self.rest_num_threads, self.rest_timeout_s, self.rest_max_body_bytes
+                self._models, self.host, self.rest_port, rest_workers, self.rest_timeout_s, self.rest_max_body_bytes
             )
             self.rest_port = self._rest.port
             self._rest.start()
@@ -190,21 +157,22 @@ class ModelServer:
                     self.host, self.rest_port)
         return self
 
-    def stop(self, grace_s: float = 1.0) -> None:
-        """Stops listening (requests in flight get `grace_s` seconds to finish) and stops polling."""
+    def stop(self, grace_s: float = 1.0) -> bool:
+        """Stops listening (requests in flight get `grace_s` seconds to finish) and stops polling; whether every
+        request has ended (one in a model call, which cannot be interrupted, may go on past the grace)."""
         if self._rest is not None:
             self._rest.stop(grace_s)
             self._rest = None
         if self._grpc is not None:
             self._grpc.stop(grace_s).wait()
             self._grpc = None
-        if self._executor is not None:
-            self._executor.shutdown(wait=False)
-            self._executor = None
         if self._models is not None:
             self._models.stop()
             self._models = None
+        ended = _shut_down(self._workers, grace_s)
+        self._workers = []
         self._stopped.set()
+        return ended
 
     def wait(self) -> None:
         """Blocks until `stop()` (from another thread, or a signal handler)."""
@@ -215,6 +183,14 @@ class ModelServer:
 
     def __exit__(self, *exc_info) -> None:
         self.stop()
+
+
+def _shut_down(workers: list[futures.ThreadPoolExecutor], timeout_s: float) -> bool:
+    """Shuts the thread pools down; whether their threads have ended within `timeout_s`."""
+    waiting = threading.Thread(target=lambda: [pool.shutdown(wait=True) for pool in workers], daemon=True)
+    waiting.start()
+    waiting.join(timeout_s)
+    return not waiting.is_alive()
 
 
 def parse_channel_arguments(text: str) -> dict[str, int | str]:
@@ -316,7 +292,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--rest_api_max_body_bytes", type=int, default=DEFAULT_REST_MAX_BODY_BYTES,
-        help=f"refuse larger REST bodies with 413 (default {DEFAULT_REST_MAX_BODY_BYTES}: 32 MiB)",
+        help=f"refuse larger REST bodies with 413 (default {DEFAULT_REST_MAX_BODY_BYTES}: 8 MiB)",
     )
     parser.add_argument(
         "--tensorflow_intra_op_parallelism", type=int, default=0,
@@ -355,35 +331,40 @@ def batching_parameters(enable_batching: bool, parameters_file: str):
     return read_batching_parameters(parameters_file) if parameters_file else BatchingParameters()
 
 
-def run(args: argparse.Namespace) -> None:
-    """Serves until interrupted (Ctrl-C or SIGTERM). Raises FileNotFoundError/ValueError/OSError on bad flags
-    or folders (with what to do: e.g. a version folder given as the base path, a model directory not exported)."""
+def build_server(args: argparse.Namespace) -> ModelServer:
+    """The server the flags of `add_arguments` describe, not started yet."""
     if args.model_config_file and args.model_base_path:
         logger.warning("--model_config_file given: --model_name and --model_base_path are ignored.")
-    batching = batching_parameters(args.enable_batching, args.batching_parameters_file)
-    set_tensorflow_threads(args.tensorflow_intra_op_parallelism, args.tensorflow_inter_op_parallelism)
-    server = ModelServer(
+    return ModelServer(
         args.model_name,
         args.model_base_path,
+        model_config_file=args.model_config_file or None,
         host=args.host,
         grpc_port=args.port,
         rest_port=args.rest_api_port,
-        poll_wait_s=args.file_system_poll_wait_seconds,
-        max_batch_size=args.max_batch_size,
-        max_request_text_bytes=args.max_request_text_bytes,
         grpc_max_threads=args.grpc_max_threads,
         grpc_channel_arguments=parse_channel_arguments(args.grpc_channel_arguments),
         rest_num_threads=args.rest_api_num_threads,
         rest_timeout_s=args.rest_api_timeout_in_ms / 1000,
         rest_max_body_bytes=args.rest_api_max_body_bytes,
-        model_config_file=args.model_config_file or None,
+        poll_wait_s=args.file_system_poll_wait_seconds,
         model_config_poll_wait_s=args.model_config_file_poll_wait_seconds,
         max_num_load_retries=args.max_num_load_retries,
         load_retry_interval_s=args.load_retry_interval_micros / 1e6,
         allow_version_labels_for_unavailable_models=args.allow_version_labels_for_unavailable_models,
         prefer_tflite_model=args.prefer_tflite_model,
-        batching=batching,
+        max_batch_size=args.max_batch_size,
+        max_request_text_bytes=args.max_request_text_bytes,
+        batching=batching_parameters(args.enable_batching, args.batching_parameters_file),
     )
+
+
+def run(args: argparse.Namespace) -> None:
+    """Serves until interrupted (Ctrl-C or SIGTERM; a request still running a second after does not keep the
+    process). Raises FileNotFoundError/ValueError/OSError on bad flags or folders (with what to do: e.g. a version
+    folder given as the base path, a model directory not exported)."""
+    server = build_server(args)
+    set_tensorflow_threads(args.tensorflow_intra_op_parallelism, args.tensorflow_inter_op_parallelism)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM stops like Ctrl-C
     server.start()
@@ -393,6 +374,7 @@ def run(args: argparse.Namespace) -> None:
     models = ", ".join(repr(name) for name in server.model_names)
     print(f"Serving {'model' if len(server.model_names) == 1 else 'models'} {models}: gRPC {args.host}:{server.grpc_port}, "
           f"REST {args.host}:{server.rest_port}. Ctrl-C stops.", flush=True)
+    batching = server.options.batching
     if batching is not None:
         print(f"Request batching: up to {batching.execution_batch_size} rows per call, "
               f"{batching.batch_timeout_micros} µs timeout, {batching.max_enqueued_batches} batches queued, "
@@ -402,7 +384,11 @@ def run(args: argparse.Namespace) -> None:
     except KeyboardInterrupt:
         logger.info("Stopping.")
     finally:
-        server.stop()
+        if not server.stop():  # Python would wait at exit for the request still running, however long it takes
+            logger.warning("A request is still running after the server stopped: exiting without waiting for it.")
+            logging.shutdown()
+            sys.stdout.flush()
+            os._exit(0)
 
 
 def main(argv: list[str] | None = None, prog: str = "bert-tf serve") -> int:

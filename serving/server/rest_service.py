@@ -11,24 +11,33 @@ with TensorFlow Serving's HTTP status for its gRPC code (400, 404, 501 for `:reg
 Connections (TensorFlow Serving's flags in brackets):
 - One thread accepts connections (listen backlog `BACKLOG`) and reads every request as its
   bytes arrive, without blocking; only a request that has arrived whole (or that can be
-  refused from its headers) goes to one of the `num_threads` workers
-  [`--rest_api_num_threads`], which answer. So an idle, kept-alive or slow connection (one
+  refused from its headers) goes to one of the `workers` threads
+  [`--rest_api_num_threads` of them], which answer. So an idle, kept-alive or slow connection (one
   that stops in the middle of a request) holds no worker. At most `MAX_CONNECTIONS` are
-  open; more wait in the backlog. Requests held while they arrive take at most
-  `MAX_PENDING_BYTES` together: a request that would pass it is answered 503 and closed.
-  (The standard library's `ThreadingHTTPServer` has a backlog of 5, a thread per
-  connection, reading in that thread, and no limit on them.)
+  open: a connection past them closes the one that has waited longest for its request (idle,
+  or still sending it), so idle connections cannot keep new ones out; only when every one is
+  being answered do new ones wait in the backlog. (The standard library's `ThreadingHTTPServer`
+  has a backlog of 5, a thread per connection, reading in that thread, and no limit on them.)
+- Memory: requests received and not yet answered take at most `MAX_PENDING_BYTES` together (a
+  request that would pass it is answered 503 and closed). Parsing a JSON body and decoding it
+  into arrays makes up to about 33 bytes per byte of body, so a body first takes
+  `JSON_COST_PER_BYTE` per byte from a budget of `decoding_budget(max_body_bytes)` (two of the
+  largest bodies), waiting while the budget lacks it. The REST front end thus holds at most
+  `MAX_PENDING_BYTES + decoding_budget(max_body_bytes)` for requests: 768 MiB with the defaults
+  (answers are as large as the model's outputs, which this does not count).
 - A request that has not arrived whole `timeout_s` seconds after its first byte
   [`--rest_api_timeout_in_ms`], or a connection idle that long between requests, is closed.
-  A request line and headers of more than `MAX_HEAD_BYTES` are refused (431).
+- Requests are framed by `serving.server.http_framing`, for the reading thread and the workers
+  alike: empty lines before a request line are skipped; a head over its `MAX_HEAD_BYTES` is 431; the
+  body is checked from its Content-Length before it is read: missing on a POST (or chunked) is
+  411, negative or not a number is 400, over `max_body_bytes` is 413 [no TensorFlow Serving flag:
+  `--rest_api_max_body_bytes` here]; whitespace before a header's colon is 400. Each refusal
+  closes the connection.
 - A client that asks `Expect: 100-continue` is told to continue by the reading thread once its
-  headers pass the checks below, and its body is read there too.
-- The body is checked from its Content-Length before it is read: missing on a POST (or
-  chunked) is 411, negative or not a number is 400, over `max_body_bytes` is 413
-  [no TensorFlow Serving flag: `--rest_api_max_body_bytes` here]; each closes the connection.
+  headers pass those checks, and its body is read there too.
 
 Example:
-    >>> server = RestServer(model, "127.0.0.1", 0, 8, 30.0, 2**25).start()  # doctest: +SKIP
+    >>> server = RestServer(models, "127.0.0.1", 0, ThreadPoolExecutor(8), 30.0, 2**25).start()  # doctest: +SKIP
     >>> # curl -d '{"instances": ["a fine day"]}' 127.0.0.1:PORT/v1/models/demo:predict  (PORT: server.port)
     >>> server.stop()                                            # doctest: +SKIP
 """
@@ -49,13 +58,14 @@ import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler
 
-import grpc
 import tensorflow as tf
 from google.protobuf import json_format
 
 from serving import rest_json
 from serving.server.classify import classify
 from serving.server.errors import ServingError, http_status
+from serving.server.http_framing import Framing, Refusal, frame
+from serving.server.memory_budget import MemoryBudget
 from serving.server.model_manager import ModelManager
 from serving.server.servable import Servable
 
@@ -63,12 +73,11 @@ logger = logging.getLogger(__name__)
 
 BACKLOG = 1024  # connections the kernel queues before they are accepted (capped by net.core.somaxconn)
 MAX_CONNECTIONS = 512
-MAX_HEAD_BYTES = 64 * 2**10  # a request line and headers (http.server's limit on one line)
-MAX_PENDING_BYTES = 256 * 2**20  # requests still arriving, all connections together
-_HEAD_END = re.compile(rb"\r?\n\r?\n")
-_CONTENT_LENGTH = re.compile(rb"(?im)^content-length[ \t]*:[ \t]*([^\r\n]*?)[ \t]*\r?$")
-_TRANSFER_ENCODING = re.compile(rb"(?im)^transfer-encoding[ \t]*:")
-_EXPECT_CONTINUE = re.compile(rb"(?im)^expect[ \t]*:[ \t]*100-continue[ \t]*\r?$")
+MAX_PENDING_BYTES = 128 * 2**20  # requests received and not yet answered, all connections together
+# Memory that parsing and decoding a JSON body takes per byte of it, at most: measured 32 for instances of `[[]]`,
+# 24 of "ab", 12 to 22 of token ids; with the body itself and the allocator's slack, 40.
+JSON_COST_PER_BYTE = 40
+LARGEST_BODIES_AT_ONCE = 2
 REFUSED_BODY_DRAIN_S = 1.0  # after refusing a body, read and drop what the client still sends, so it sees the answer
 _ROUTE = re.compile(
     r"/v1/models/(?P<name>[^/:]+)"
@@ -80,8 +89,8 @@ _ROUTE = re.compile(
 class RestServer:
     """TensorFlow Serving's REST API for `models` on host:port (0: a free port; see `.port`).
 
-    `num_threads` workers answer requests; `timeout_s` bounds a stalled or idle connection;
-    bodies over `max_body_bytes` are refused (413). `start()` returns once it listens.
+    The threads of `workers` answer requests (its owner shuts it down after `stop()`); `timeout_s` bounds a
+    stalled or idle connection; bodies over `max_body_bytes` are refused (413). `start()` returns once it listens.
     """
 
     def __init__(
@@ -89,7 +98,7 @@ class RestServer:
         models: ModelManager,
         host: str,
         port: int,
-        num_threads: int,
+        workers: ThreadPoolExecutor,
         timeout_s: float,
         max_body_bytes: int,
     ):
@@ -100,18 +109,20 @@ class RestServer:
         self._listener = socket.create_server((host, port), family=family, backlog=BACKLOG)
         self._listener.setblocking(False)
         self.port = self._listener.getsockname()[1]
-        self._workers = ThreadPoolExecutor(num_threads, thread_name_prefix="rest-serving")
+        self._workers = workers
         self._selector = selectors.DefaultSelector()
         self._wakeup, self._wakeup_signal = socket.socketpair()
         self._wakeup_signal.setblocking(False)
         self._handed_back: queue.SimpleQueue[_Connection] = queue.SimpleQueue()
         self._open: set[_Connection] = set()  # every open connection (the event loop's thread only)
-        self._idle: dict[_Connection, float] = {}  # idle connection -> when it is closed
+        # connection the event loop reads (idle, or its request arriving) -> when it is closed, oldest first
+        self._watched: dict[_Connection, float] = {}
         self._busy: set[_Connection] = set()  # connections a worker is answering, guarded by _busy_changed
         self._busy_changed = threading.Condition()
         self._accepting = False
         self._accept_again_at = 0.0  # after an accept() error (e.g. no file descriptor left)
-        self._pending_bytes = 0  # of the requests still arriving (the event loop's thread only)
+        self._pending_bytes = 0  # of the requests received and not yet answered (the event loop's thread only)
+        self.decoding = MemoryBudget(decoding_budget(max_body_bytes))
         self._stopping = threading.Event()
         self._loop: threading.Thread | None = None
 
@@ -136,7 +147,6 @@ class RestServer:
         for connection in busy + list(self._open):
             connection.close()
         self._drain_handed_back()
-        self._workers.shutdown(wait=False)
         self._listener.close()
         self._selector.close()
         self._wakeup.close()
@@ -155,10 +165,11 @@ class RestServer:
                 else:
                     self._read(key.data)
             self._close_expired()
-            self._set_accepting(len(self._open) < MAX_CONNECTIONS and time.monotonic() >= self._accept_again_at)
+            room = len(self._open) < MAX_CONNECTIONS or bool(self._watched)  # a watched connection can make room
+            self._set_accepting(room and time.monotonic() >= self._accept_again_at)
 
     def _accept(self) -> None:
-        while len(self._open) < MAX_CONNECTIONS:
+        while len(self._open) < MAX_CONNECTIONS or self._watched:
             try:
                 sock, address = self._listener.accept()
             except BlockingIOError:
@@ -174,9 +185,11 @@ class RestServer:
                 continue
             self._open.add(connection)
             self._watch(connection)
+            if len(self._open) > MAX_CONNECTIONS:  # the connection that has waited longest makes room
+                self._forget(next(iter(self._watched)))
 
     def _watch(self, connection: "_Connection") -> None:
-        self._idle[connection] = time.monotonic() + self.timeout_s
+        self._watched[connection] = time.monotonic() + self.timeout_s
         self._selector.register(connection.sock, selectors.EVENT_READ, connection)
 
     def _read(self, connection: "_Connection") -> None:
@@ -197,31 +210,36 @@ class RestServer:
             connection.refuse_busy()
             self._forget(connection)
             return
-        self._pending_bytes += len(data)
         connection.pending += data
-        if was_waiting:  # a new request: its time starts now
-            del self._idle[connection]
-            self._idle[connection] = time.monotonic() + self.timeout_s
-        state = _request_state(connection.pending, self.max_body_bytes)
-        if state == "expects_continue" and not connection.continued:
+        framing = connection.framing()
+        self._count(connection)
+        if was_waiting and connection.pending:  # a new request: its time starts now
+            del self._watched[connection]
+            self._watched[connection] = time.monotonic() + self.timeout_s
+        if framing.expects_continue and not connection.continued:
             connection.continue_now()
-        if state == "complete" or not data:  # at the end of input, the worker answers what there is
+        if framing.complete or not data:  # at the end of input, the worker answers what there is
             self._dispatch(connection)
 
     def _dispatch(self, connection: "_Connection") -> None:
         self._selector.unregister(connection.sock)
-        del self._idle[connection]
-        self._pending_bytes -= len(connection.pending)
+        del self._watched[connection]
         with self._busy_changed:
             self._busy.add(connection)
         self._workers.submit(self._answer_requests, connection)
 
     def _forget(self, connection: "_Connection") -> None:
         self._selector.unregister(connection.sock)
-        del self._idle[connection]
-        self._pending_bytes -= len(connection.pending)
+        del self._watched[connection]
         self._open.discard(connection)
         connection.close()
+        self._count(connection)
+
+    def _count(self, connection: "_Connection") -> None:
+        """Counts in `_pending_bytes` what `connection` holds now: its bytes not yet answered (none once closed)."""
+        held = 0 if connection.closed else len(connection.pending)
+        self._pending_bytes += held - connection.counted_bytes
+        connection.counted_bytes = held
 
     def _take_back(self) -> None:
         while True:
@@ -229,16 +247,16 @@ class RestServer:
                 connection = self._handed_back.get_nowait()
             except queue.Empty:
                 return
+            self._count(connection)  # what is left: the start of its next request, if any
             if connection.closed:
                 self._open.discard(connection)
             else:
-                self._pending_bytes += len(connection.pending)  # the start of its next request, if any
                 self._watch(connection)
 
     def _close_expired(self) -> None:
         now = time.monotonic()
-        while self._idle:  # in the order they became idle, so in the order of their deadlines
-            connection, deadline = next(iter(self._idle.items()))
+        while self._watched:  # in the order they began to wait, so in the order of their deadlines
+            connection, deadline = next(iter(self._watched.items()))
             if deadline > now:
                 return
             self._forget(connection)
@@ -284,6 +302,11 @@ class RestServer:
             self._wakeup_signal.send(b"\0")
 
 
+def decoding_budget(max_body_bytes: int) -> int:
+    """The memory that REST bodies being parsed and decoded may take at once: that of the largest bodies."""
+    return LARGEST_BODIES_AT_ONCE * JSON_COST_PER_BYTE * max_body_bytes
+
+
 class _Connection:
     """One client connection and its request handler (set up once, for all its requests)."""
 
@@ -292,14 +315,20 @@ class _Connection:
         self.max_body_bytes = server.max_body_bytes
         self.closed = False
         self.pending = bytearray()  # received and not yet read by the handler
+        self.counted_bytes = 0  # of `pending`, as `RestServer._pending_bytes` counts them
         self.continued = False  # "100 Continue" was sent for the request in `pending`
         self.handler = _Handler(sock, address, server, _PendingReader(self))
         sock.setblocking(False)  # the event loop reads; the handler's `setup()` had set a timeout
+
+    def framing(self) -> Framing:
+        """How the request at the start of `pending` is framed (the empty lines before it dropped)."""
+        return frame(self.pending, self.max_body_bytes)
 
     def answer_one_request(self) -> bool:
         """Answers the request in `pending`; False (and the connection closed) if it is to be closed."""
         self.handler.close_connection = True  # unless the request keeps it open
         self.handler.refused_body = False
+        self.handler.framing = self.framing()
         self.sock.settimeout(self.handler.timeout)  # for writing the answer
         try:
             self.handler.handle_one_request()
@@ -313,7 +342,7 @@ class _Connection:
 
     def has_whole_request(self) -> bool:
         """Whether the next request has arrived whole (or can be refused from its headers) already."""
-        return _request_state(self.pending, self.max_body_bytes) == "complete"
+        return self.framing().complete
 
     def continue_now(self) -> None:
         """Tells the client to send its body (`Expect: 100-continue`); the handler then says nothing more."""
@@ -347,15 +376,6 @@ class _Connection:
         self.sock.close()
 
 
-class _BadBody(Exception):
-    """A request body refused from its headers: an HTTP status (400, 411, 413) and a message."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     # The version of an answer to a request line that cannot be read: Python's HTTP/0.9 default sends no status line.
@@ -363,6 +383,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "bert-tf-serving"
     disable_nagle_algorithm = True  # headers and body are two writes: do not hold the second one back
     refused_body = False  # set when the request's body was refused unread (see `_Connection.close`)
+    framing: Framing  # the request's, set by `_Connection` before each request
 
     def __init__(self, sock: socket.socket, address, server: RestServer, rfile: "_PendingReader"):
         # socketserver's handlers answer a whole connection in __init__; this one is set up
@@ -396,59 +417,34 @@ class _Handler(BaseHTTPRequestHandler):
     def handle_expect_100(self):
         """Refuses a body before the client sends it (curl asks first for bodies over 1 MB); the event loop
         has said "100 Continue" already to a body it then read."""
-        try:
-            self._body_length()
-        except _BadBody as error:
-            self._refuse(error)
+        if self.framing.refusal is not None:
+            self._refuse(self.framing.refusal)
             return False
         return True
 
-    def _body_length(self) -> int:
-        """The Content-Length of the request, checked; 0 for a GET without one."""
-        if self.headers.get("Transfer-Encoding"):
-            raise _BadBody(411, "Chunked bodies are not supported: send a Content-Length header.")
-        values = self.headers.get_all("Content-Length", [])
-        if not values:
-            if self.command == "POST":
-                raise _BadBody(411, "A POST needs a Content-Length header.")
-            return 0
-        digits = values[0].strip()
-        if len(set(values)) > 1 or not (digits.isascii() and digits.isdigit()):
-            raise _BadBody(400, f"Invalid Content-Length: {', '.join(values)[:40]!r}.")
-        limit = self.server.max_body_bytes
-        if len(digits.lstrip("0")) > len(str(limit)) or int(digits) > limit:
-            raise _BadBody(
-                413, f"The body is {digits[:40]} bytes; this server takes at most {limit} (--rest_api_max_body_bytes)."
-            )
-        return int(digits)
-
-    def _read_body(self) -> bytes:
-        length = self._body_length()
-        body = self.rfile.read(length)
-        if len(body) < length:
-            raise _BadBody(400, f"The body ended after {len(body)} of its {length} bytes (Content-Length).")
-        return body
-
-    def _refuse(self, error: _BadBody) -> None:
-        logger.info("REST %s %s refused: %d %s", self.command, self.path, error.status, error.message)
+    def _refuse(self, refusal: Refusal) -> None:
+        logger.info("REST %s %s refused: %d %s", self.command, self.path, refusal.status, refusal.message)
         self.close_connection = self.refused_body = True  # the body, if any, is not read
-        self._send(error.status, {"error": error.message})
+        self._send(refusal.status, {"error": refusal.message})
 
     def _answer(self, method: str) -> None:
         started = time.perf_counter()
-        try:
-            body = self._read_body()
-        except _BadBody as error:
-            self._refuse(error)
+        refusal, length = self.framing.refusal, self.framing.body_length
+        body = b"" if refusal else self.rfile.read(length)
+        if refusal is None and len(body) < length:
+            refusal = Refusal(400, f"The body ended after {len(body)} of its {length} bytes (Content-Length).")
+        if refusal is not None:
+            self._refuse(refusal)
             return
-        try:
-            status, answer = 200, self._route(method, body)
-        except ServingError as error:
-            status, answer = http_status(error.code), {"error": error.message}
-            logger.info("REST %s %s failed: %s: %s", method, self.path, error.code.name, error.message)
-        except Exception as error:  # a bug here must cost one request, not the server
-            logger.exception("REST %s %s failed unexpectedly.", method, self.path)
-            status, answer = 500, {"error": f"{type(error).__name__}: {error}"}
+        with self.server.decoding.taken(JSON_COST_PER_BYTE * len(body)):
+            try:
+                status, answer = 200, self._route(method, body)
+            except ServingError as error:
+                status, answer = http_status(error.code), {"error": error.message}
+                logger.info("REST %s %s failed: %s: %s", method, self.path, error.code.name, error.message)
+            except Exception as error:  # a bug here must cost one request, not the server
+                logger.exception("REST %s %s failed unexpectedly.", method, self.path)
+                status, answer = 500, {"error": f"{type(error).__name__}: {error}"}
         self._send(status, answer)
         logger.debug("REST %s %s -> %d in %.1f ms", method, self.path, status, 1e3 * (time.perf_counter() - started))
 
@@ -484,7 +480,7 @@ class _Handler(BaseHTTPRequestHandler):
                 examples = rest_json.decode_classify_request(request)
             return rest_json.encode_classify_response(classify(servable, signature_name, examples))
         if match["verb"] == "regress":
-            raise ServingError(grpc.StatusCode.UNIMPLEMENTED, "Regress is not supported by this server.")
+            raise ServingError.unimplemented("Regress")
         raise ServingError.not_found(f"Malformed request: {method} {self.path}")
 
     @staticmethod
@@ -535,25 +531,6 @@ class _PendingReader(io.RawIOBase):
         data = self.read(len(buffer))
         buffer[:len(data)] = data
         return len(data)
-
-
-def _request_state(pending: bytearray, max_body_bytes: int) -> str:
-    """How much of the first request in `pending` has arrived: "partial" (more is coming),
-    "expects_continue" (its headers are here and ask for "100 Continue" before the body) or
-    "complete" (a worker can answer it without waiting: all of it, or enough to refuse it)."""
-    head_end = _HEAD_END.search(pending, 0, MAX_HEAD_BYTES + 4)
-    if head_end is None:
-        return "complete" if len(pending) > MAX_HEAD_BYTES else "partial"
-    head = bytes(pending[:head_end.start()])
-    lengths = set(_CONTENT_LENGTH.findall(head))
-    if _TRANSFER_ENCODING.search(head) or len(lengths) != 1:
-        return "complete"  # no body, or one the worker refuses (chunked, ambiguous)
-    digits = lengths.pop()
-    if not (digits.isascii() and digits.isdigit()) or len(digits) > 18 or int(digits) > max_body_bytes:
-        return "complete"  # refused from the headers
-    if len(pending) - head_end.end() >= int(digits):
-        return "complete"
-    return "expects_continue" if _EXPECT_CONTINUE.search(head) else "partial"
 
 
 @contextlib.contextmanager
