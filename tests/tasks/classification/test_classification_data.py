@@ -10,10 +10,10 @@ import tensorflow as tf
 from tiny_finetune_files import write_vocab
 
 import bert_tf
+from bert_tf.tasks import data_rows
 from bert_tf.tasks.bucketing import batch_examples, count_batches
 from bert_tf.tasks.classification.data import TextPacker, read_classification_file
 from bert_tf.tasks.labels import encode_labels, label_vocabulary
-from bert_tf.tasks.classification import data as classification_data
 
 
 def write(path, text, encoding="utf-8"):
@@ -109,7 +109,7 @@ def test_a_field_longer_than_csv_default_limit_is_read(tmp_path, csv_default_fie
 
     # Where a field is over even the raised limit, the error names the file and line.
     csv.field_size_limit(128 * 1024)
-    monkeypatch.setattr(classification_data, "MAX_FIELD_CHARACTERS", 100_000)
+    monkeypatch.setattr(data_rows, "MAX_FIELD_CHARACTERS", 100_000)
     with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}, line 3: field larger than field limit"):
         read_classification_file(path)
 
