@@ -33,6 +33,8 @@ TEST_REQUIRES = [
     "tokenizers==0.23.3",
     "torch==2.13.0",  # CPU wheel; only the Hugging Face parity tests need it
     "transformers==5.23.0",
+    "scipy==1.17.1",  # the reference for the STS correlations (tests/tasks/embedding)
+    "pytrec-eval-terrier==0.5.11",  # the reference for the retrieval metrics (trec_eval's)
 ]
 # The benchmarks' peers (benchmarks/cpu_serving.py, benchmarks/int8_matmul.py): never runtime dependencies.
 BENCH_REQUIRES = [

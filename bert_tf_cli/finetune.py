@@ -1,9 +1,12 @@
-"""`bert-tf finetune`: fine-tune a checkpoint (or a random start) on classification, NER or SQuAD data."""
+"""`bert-tf finetune`: fine-tune a checkpoint (or a random start) on classification, NER, SQuAD or sentence-embedding
+data."""
+
+import argparse
 
 from bert_tf_cli.config_defaults import dataclass_defaults
 
 # pipelines.finetune_config.TASKS, which imports TensorFlow (tests/test_cli_startup.py checks they agree).
-TASKS = ("classify", "ner", "squad")
+TASKS = ("classify", "ner", "squad", "embed")
 
 # CLI flag (argparse dest) → FinetuneConfig field, for the optional settings: passed only when given, so that
 # FinetuneConfig's defaults apply (building the parser imports no TensorFlow).
@@ -17,13 +20,15 @@ _OPTIONAL_FIELDS = {
     "label_separator": "label_separator", "focal_gamma": "focal_gamma", "doc_stride": "doc_stride",
     "max_query_length": "max_query_length", "max_answer_length": "max_answer_length", "n_best_size": "n_best_size",
     "null_score_threshold": "null_score_threshold",
+    "pooling": "pooling", "loss": "embedding_loss", "scale": "similarity_scale",
+    "matryoshka_dims": "matryoshka_dims", "score_range": "score_range",
 }
 
 
 def register(commands) -> None:
     default = dataclass_defaults("pipelines/finetune_config.py", "FinetuneConfig")
     parser = commands.add_parser(
-        "finetune", help="fine-tune on classification (CSV/TSV/JSONL), NER (CoNLL) or SQuAD data",
+        "finetune", help="fine-tune on classification (CSV/TSV/JSONL), NER (CoNLL), SQuAD or sentence-embedding data",
         description="Fine-tune BERT with Keras fit: AdamW, 10% warm-up then linear decay, the dev file scored after "
                     "every epoch, the best epoch kept. --init is a checkpoint (bert-tf, Google, Hugging Face, "
                     "KerasHub; e.g. `bert-tf pretrain`'s OUT/model) or a random start from a preset name or "
@@ -58,11 +63,33 @@ def register(commands) -> None:
     squad.add_argument("--max-answer-length", type=int)
     squad.add_argument("--n-best-size", type=int)
     squad.add_argument("--null-score-threshold", type=float)
+    embed = parser.add_argument_group(
+        "sentence embeddings (--task embed)",
+        "--train: scored pairs (STS-B's files, or sentence1/sentence2/score columns), pairs or triples "
+        "(anchor/positive[/negative]) or sentences (a .txt file, a line each: unsupervised SimCSE); --dev: scored "
+        "pairs (Spearman), pairs, or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv: nDCG@10)")
+    embed.add_argument("--pooling", choices=("mean", "cls", "max"), help="of the token vectors (default: mean)")
+    embed.add_argument("--no-normalize", action="store_true", help="keep the vectors' lengths (default: length 1)")
+    embed.add_argument("--loss", choices=("in_batch_negatives", "cosent", "cosine"),
+                       help="default: cosent for scored pairs, in_batch_negatives for the rest")
+    embed.add_argument("--scale", type=float, help="cosine × SCALE in the losses, 1 / temperature (default: 20)")
+    embed.add_argument("--symmetric", action="store_true", help="in-batch negatives both ways")
+    embed.add_argument("--matryoshka-dims", type=_sizes, metavar="D,D,...",
+                       help="nested sizes the vectors also train at, e.g. 256,128,64")
+    embed.add_argument("--score-range", type=float, nargs=2, metavar=("LOW", "HIGH"),
+                       help="the scores of scored pairs (default: 0 5, STS-B's)")
     parser.set_defaults(run=run)
 
 
 def _names(text: str) -> tuple[str, ...]:
     return tuple(name.strip() for name in text.split(","))
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(size) for size in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected sizes like 256,128,64, got {text!r}") from None
 
 
 def add_training_arguments(parser, default: dict) -> None:
@@ -100,6 +127,8 @@ def config_from_args(args):
         multi_label=args.multi_label,
         class_weights=args.class_weights,
         focal_loss=args.focal_loss,
+        normalize=not args.no_normalize,
+        symmetric=args.symmetric,
         **{field: getattr(args, flag) for flag, field in _OPTIONAL_FIELDS.items() if getattr(args, flag) is not None},
     )
 

@@ -29,9 +29,9 @@ import json
 import sys
 from typing import IO, Iterable, Iterator
 
-# Each task's input fields: required, then optional (text lines give them in this order, tab-separated).
+# Each task's input fields (`FinetuneTask.input_fields`): required, then optional (text lines give them in this order,
+# tab-separated).
 ID = "id"  # an input line's own identifier, echoed with its result
-TASK_FIELDS = {"classify": (("text",), ("text_b",)), "ner": (("text",), ()), "squad": (("question", "context"), ())}
 INPUT_FORMATS = ("auto", "jsonl", "text")
 
 
@@ -75,19 +75,24 @@ def make_predictor(args):
 
 
 def predict_with(predictor, args) -> tuple[str, list]:
-    """(task name, results) of a `Predictor` (or anything with its methods) for the texts or questions in `args`."""
+    """(task name, results) of a `Predictor` (or a `ServerPredictor`) for the texts or questions in `args`."""
     check_utf8([*(args.texts or []), *(args.pair or []), *(args.question or []), *(args.context or [])])
-    if predictor.task_name == "squad":
-        if args.texts or not args.question or not args.context:
-            raise ValueError("A SQuAD model answers --question QUESTION --context CONTEXT (no positional texts).")
-        return "squad", predictor.answer(args.question, args.context)
+    return predictor.task_name, predictor.predict(command_line_inputs(args))
+
+
+def command_line_inputs(args) -> list[dict]:
+    """The examples the command line gives, as input fields: `text` (and `text_b`, --pair) or `question` and
+    `context`; each task's model says which it reads."""
+    if args.question or args.context:
+        if args.texts or args.pair or len(args.question or []) != len(args.context or []):
+            raise ValueError("Give each --question its --context (and no positional texts).")
+        return [{"question": question, "context": context} for question, context in zip(args.question, args.context)]
     if not args.texts:
         raise ValueError("Give one or more texts to predict, or --input FILE.")
-    if predictor.task_name == "ner":
-        if args.pair:
-            raise ValueError("NER models tag single texts; they take no --pair.")
-        return "ner", predictor.recognize(args.texts)
-    return predictor.task_name, predictor.predict_texts(args.texts, args.pair)
+    if args.pair and len(args.pair) != len(args.texts):
+        raise ValueError(f"Got {len(args.texts)} texts but {len(args.pair)} --pair texts: give one per text.")
+    return [{"text": text, **({"text_b": args.pair[index]} if args.pair else {})}
+            for index, text in enumerate(args.texts)]
 
 
 def check_utf8(texts: list[str]) -> None:
@@ -109,7 +114,9 @@ def read_examples(lines: Iterable[str], name: str, task: str, input_format: str 
         >>> list(read_examples(["Who?\\tMary did."], "-", "squad"))
         [{'question': 'Who?', 'context': 'Mary did.'}]
     """
-    required, optional = TASK_FIELDS[task]
+    from bert_tf.tasks.registry import task_named
+
+    required, optional = task_named(task).input_fields
     first = None  # (line number, fields) of the first example: every example has the same fields
     for number, line in enumerate(lines, start=1):
         line = line.rstrip("\r\n")
@@ -164,13 +171,7 @@ def _names(fields) -> str:
 
 def predict_batch(predictor, examples: list[dict]) -> list[dict]:
     """One JSON-ready result per example of `read_examples`, led by the example's `id` where it has one."""
-    if predictor.task_name == "squad":
-        results = predictor.answer([e["question"] for e in examples], [e["context"] for e in examples])
-    elif predictor.task_name == "ner":
-        results = predictor.recognize([example["text"] for example in examples])
-    else:
-        results = predictor.classify([example["text"] for example in examples],
-                                     [e["text_b"] for e in examples] if "text_b" in examples[0] else None)
+    results = predictor.predict([{name: value for name, value in example.items() if name != ID} for example in examples])
     return [{ID: example[ID], **result} if ID in example else result for example, result in zip(examples, results)]
 
 

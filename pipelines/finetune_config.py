@@ -16,11 +16,13 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from bert_tf.tasks.registry import FINETUNED_TASKS as TASKS
 from bert_tf.tasks.registry import task_named
 from bert_tf.tasks.spec import DEFAULT_SEQ_LENGTH, TaskSpec
 
+EMBEDDING_LOSSES = ("in_batch_negatives", "cosent", "cosine")  # bert_tf.tasks.embedding.losses
 BASE_LEARNING_RATE = 5e-5  # BERT's fine-tuning recipe for base and large
 SMALL_MODEL_LEARNING_RATE = 1e-4  # models under BERT-base's width (benchmarks/RESULTS.md)
 
@@ -90,6 +92,16 @@ class FinetuneConfig:
     max_answer_length: int = TaskSpec.max_answer_length
     n_best_size: int = TaskSpec.n_best_size
     null_score_threshold: float = TaskSpec.null_score_threshold
+    # Sentence embeddings (bert_tf.tasks.embedding; pooling and normalize are saved with the model in its TaskSpec).
+    pooling: str = TaskSpec.pooling  # "mean", "cls" or "max" of the token vectors
+    normalize: bool = TaskSpec.normalize  # vectors of length 1
+    # The loss: "in_batch_negatives" (pairs, triples, sentences for SimCSE), "cosent" or "cosine" (scored pairs);
+    # None: CoSENT for scored pairs, in-batch negatives for the rest.
+    embedding_loss: str | None = None
+    similarity_scale: float = 20.0  # cosine × this in the in-batch and CoSENT losses (1 / temperature)
+    symmetric: bool = False  # in-batch negatives both ways: each positive also finds its anchor
+    matryoshka_dims: tuple[int, ...] = ()  # nested sizes the vectors also train at (their first d values)
+    score_range: tuple[float, float] = TaskSpec.score_range  # the scores of a scored-pair file (STS-B: 0 to 5)
 
     def __post_init__(self):
         if self.task not in TASKS:
@@ -112,11 +124,15 @@ class FinetuneConfig:
             raise ValueError(f"FinetuneConfig: focal_gamma must be >= 0, got {self.focal_gamma!r}.")
         if self.early_stopping_patience is not None and self.dev_file is None:
             raise ValueError("FinetuneConfig: early stopping needs a dev_file to score.")
+        self.label_names = tuple(self.label_names)
+        self.matryoshka_dims = tuple(self.matryoshka_dims)
+        self.score_range = tuple(self.score_range)
+        defaults = {field.name: field.default for field in dataclasses.fields(self)}
         for other in TASKS:
-            others_only = [name for name in task_named(other).config_fields if getattr(self, name)]
+            others_only = [name for name in task_named(other).config_fields if getattr(self, name) != defaults[name]]
             if other != self.task and others_only:
                 raise ValueError(f"FinetuneConfig: {others_only} apply to task {other!r} only.")
-        self.label_names = tuple(self.label_names)
+        self._check_embedding_settings()
         if len(set(self.label_names)) != len(self.label_names) or not all(self.label_names):
             raise ValueError(f"FinetuneConfig: label_names must be distinct and not empty, got {self.label_names!r}.")
         if self.multi_label and (self.class_weights or self.focal_loss):
@@ -163,7 +179,21 @@ class FinetuneConfig:
                         label_names=self.label_names,
                         label_separator=self.label_separator, doc_stride=self.doc_stride,
                         max_query_length=self.max_query_length, max_answer_length=self.max_answer_length,
-                        n_best_size=self.n_best_size, null_score_threshold=self.null_score_threshold)
+                        n_best_size=self.n_best_size, null_score_threshold=self.null_score_threshold,
+                        pooling=self.pooling, normalize=self.normalize, score_range=self.score_range)
+
+    def _check_embedding_settings(self) -> None:
+        if self.embedding_loss not in (None, *EMBEDDING_LOSSES):
+            raise ValueError(f"FinetuneConfig: unknown embedding_loss {self.embedding_loss!r}; use one of "
+                             f"{list(EMBEDDING_LOSSES)}.")
+        if not math.isfinite(self.similarity_scale) or self.similarity_scale <= 0:
+            raise ValueError(f"FinetuneConfig: similarity_scale must be a positive number, got {self.similarity_scale!r}.")
+        if any(isinstance(dim, bool) or not isinstance(dim, int) or dim < 1 for dim in self.matryoshka_dims):
+            raise ValueError(f"FinetuneConfig: matryoshka_dims must be positive integers, got {self.matryoshka_dims!r}.")
+        low, high = self.score_range if len(self.score_range) == 2 else (None, None)
+        if low is None or not (math.isfinite(low) and math.isfinite(high) and low < high):
+            raise ValueError(f"FinetuneConfig: score_range must be two finite numbers, the lower first; got "
+                             f"{self.score_range!r}.")
 
     def primary_metric(self) -> str:
         """The dev score (a key of the evaluation results) that selects the best epoch and drives early stopping

@@ -49,6 +49,11 @@ class Predictor:
     def _predict(self, examples) -> list:
         return self.task.predict(self.model, self.task.prepare(examples, training=False), self.batch_size)
 
+    def predict(self, inputs: list[dict]) -> list:
+        """The task's prediction of each example, given as its input fields (`FinetuneTask.examples_from_inputs`):
+        `{"text"}` (and `"text_b"` for pair classifiers), or `{"question", "context"}`."""
+        return self._predict(self.task.examples_from_inputs(inputs))
+
     def classify(self, texts: Sequence[str], text_pairs: Sequence[str] | None = None) -> list[dict]:
         """The class (or classes) of each text, or of each (text, second text) pair."""
         self._require("classify")

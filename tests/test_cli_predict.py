@@ -151,9 +151,9 @@ class RecordingPredictor:
     def __init__(self):
         self.batches = []
 
-    def classify(self, texts, text_pairs=None):
-        self.batches.append(list(texts))
-        return [{"label": str(len(text))} for text in texts]
+    def predict(self, inputs):
+        self.batches.append([example["text"] for example in inputs])
+        return [{"label": str(len(example["text"]))} for example in inputs]
 
 
 def test_input_is_streamed_in_batches():

@@ -87,6 +87,7 @@ class FinetuneTask(Task):
     hf_head_name = ""  # its head's weight names there
     config_fields: tuple[str, ...] = ()  # the fine-tuning settings (`pipelines.FinetuneConfig`) only this task takes
     learns_from_unlabeled_text = False  # a teacher can label raw text for its students (`labelled_by`)
+    input_fields: tuple[tuple[str, ...], tuple[str, ...]] = (("text",), ())  # an example's fields: required, optional
     per_position = False  # the model's outputs are per token ([batch, length, ...])
     label_padding = 0  # the label of padding positions (per-token labels only)
 
@@ -173,10 +174,12 @@ class FinetuneTask(Task):
     def examples_from_inputs(self, inputs: list[dict]):
         """Examples to predict from input fields, one dict per example, named as the model's text inputs
         (`TaskSpec.text_inputs`: `text` and, for pairs, `text_b`; `question` and `context`)."""
-        missing = next((name for example in inputs for name in self.spec.text_inputs if name not in example), None)
-        if missing is not None:
-            raise ValueError(f"Each example needs {list(self.spec.text_inputs)}; one has no {missing!r}.")
-        return self.examples_from_texts(*([example[name] for example in inputs] for name in self.spec.text_inputs))
+        wanted = self.spec.text_inputs
+        for example in inputs:
+            if set(example) != set(wanted):
+                raise ValueError(f"This {self.name} model reads {', '.join(wanted)} per example; got "
+                                 f"{', '.join(example) or 'nothing'}.")
+        return self.examples_from_texts(*([example[name] for example in inputs] for name in wanted))
 
     def labelled_by(self, model: keras.Model, texts: list[str], source: str, batch_size: int):
         """Examples of raw `texts` (one per line of an unlabeled file), labelled with `model`'s predictions (a

@@ -5,6 +5,7 @@
 | classify | `ClassificationTask` | `BertClassifier` |
 | ner | `NerTask` | `BertTokenClassifier` |
 | squad | `SquadTask` | `BertSpanLabeler` |
+| embed | `EmbeddingTask` | `BertEmbedder` |
 | encoder, pretrainer | `EncoderTask`, `PretrainerTask` | `BertModel`, `BertPretrainer` |
 
 A new task is a folder under `bert_tf/tasks/` with a `Task` (`bert_tf.tasks.base`) and a line in `TASKS`.
@@ -13,13 +14,14 @@ Example:
     >>> task_named("ner").model_class.__name__
     'BertTokenClassifier'
     >>> sorted(FINETUNED_TASKS)
-    ['classify', 'ner', 'squad']
+    ['classify', 'embed', 'ner', 'squad']
 """
 
 from __future__ import annotations
 
 from bert_tf.tasks.base import FinetuneTask, Task
 from bert_tf.tasks.classification.task import ClassificationTask
+from bert_tf.tasks.embedding.task import EmbeddingTask
 from bert_tf.tasks.encoder.task import EncoderTask, PretrainerTask
 from bert_tf.tasks.ner.task import NerTask
 from bert_tf.tasks.spec import TaskSpec
@@ -27,7 +29,7 @@ from bert_tf.tasks.squad.task import SquadTask
 from bert_tf.tokenizer import BertTokenizer
 
 TASKS: dict[str, type[Task]] = {task.name: task for task in (
-    ClassificationTask, NerTask, SquadTask, EncoderTask, PretrainerTask)}
+    ClassificationTask, NerTask, SquadTask, EmbeddingTask, EncoderTask, PretrainerTask)}
 FINETUNED_TASKS = tuple(name for name, task in TASKS.items() if issubclass(task, FinetuneTask))
 
 

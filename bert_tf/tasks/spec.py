@@ -10,6 +10,7 @@ cannot disagree. The defaults here are the only ones (BERT's `run_squad.py` for 
 | classify | `BertClassifier` | label_names, text_pair, truncation, multi_label(_threshold), columns, label_separator |
 | ner | `BertTokenClassifier` | label_names, label_scheme |
 | squad | `BertSpanLabeler` | doc_stride, max_query_length, max_answer_length, n_best_size, null_score_threshold, version_2 |
+| embed | `BertEmbedder` | pooling, normalize, score_range |
 | encoder, pretrainer | `BertModel`, `BertPretrainer` | text_pair, truncation |
 
 Long inputs: every raw text is first cut to `max_text_bytes` UTF-8 bytes (a bound on the cost of
@@ -31,9 +32,10 @@ import dataclasses
 
 from bert_tf.preprocessor import TRUNCATIONS
 
-FINETUNED_TASKS = ("classify", "ner", "squad")
+FINETUNED_TASKS = ("classify", "ner", "squad", "embed")
 TASKS = (*FINETUNED_TASKS, "encoder", "pretrainer")
-DEFAULT_SEQ_LENGTH = {"classify": 128, "ner": 128, "squad": 384, "encoder": 128, "pretrainer": 128}
+DEFAULT_SEQ_LENGTH = {"classify": 128, "ner": 128, "squad": 384, "embed": 128, "encoder": 128, "pretrainer": 128}
+POOLINGS = ("mean", "cls", "max")  # how a sentence embedding is made of its token vectors
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,10 +63,16 @@ class TaskSpec:
     n_best_size: int = 20  # start and end candidates considered per window
     null_score_threshold: float = 0.0  # SQuAD 2.0: answer "" when null score - best span score exceeds it
     version_2: bool = False  # SQuAD 2.0: unanswerable questions are possible
+    # Sentence embeddings.
+    pooling: str = "mean"  # POOLINGS: the mean of the real tokens' vectors, the [CLS] vector, or their maximum
+    normalize: bool = True  # vectors of length 1 (cosine similarity is then their inner product)
+    score_range: tuple[float, float] = (0.0, 5.0)  # the similarity scores of scored pairs (STS-B: 0 to 5)
 
     def __post_init__(self):
         if self.task not in TASKS:
             raise ValueError(f"Unknown task {self.task!r}; use one of {list(TASKS)}.")
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"Unknown pooling {self.pooling!r}; use one of {list(POOLINGS)}.")
         if self.truncation not in TRUNCATIONS:
             raise ValueError(f"Unknown truncation {self.truncation!r}; use one of {list(TRUNCATIONS)}.")
         for name in ("seq_length", "max_text_bytes", "doc_stride", "max_query_length", "max_answer_length",
@@ -77,6 +85,7 @@ class TaskSpec:
                              f"(at least {self.shortest_seq_length()}).")
         object.__setattr__(self, "label_names", tuple(str(name) for name in self.label_names))
         object.__setattr__(self, "columns", tuple(self.columns))
+        object.__setattr__(self, "score_range", tuple(float(value) for value in self.score_range))
 
     def shortest_seq_length(self) -> int:
         """The smallest seq_length that leaves room for text: SQuAD needs its question and 8 context tokens."""
@@ -100,6 +109,7 @@ class TaskSpec:
         metadata = dataclasses.asdict(self)
         metadata["label_names"] = list(self.label_names)
         metadata["columns"] = list(self.columns)
+        metadata["score_range"] = list(self.score_range)
         return metadata
 
     @classmethod

@@ -60,6 +60,24 @@ class ServerPredictor:
         self.label_names = [_text(label) for label in info["label_names"][0]] if "label_names" in info else []
         self.multi_label_threshold = float(info["multi_label_threshold"][0]) if "multi_label_threshold" in info else None
 
+    def predict(self, inputs: list[dict]) -> list:
+        """The prediction of each example given as its input fields (`{"text"}`, `{"text", "text_b"}` or
+        `{"question", "context"}`), as `pipelines.prediction.Predictor.predict` gives it; for a task without its own
+        method here (embed), each example's outputs as lists (`{"embedding": [...]}`)."""
+        fields = sorted({name for example in inputs for name in example})
+        if fields != self.text_inputs or any(len(example) != len(fields) for example in inputs):
+            raise ValueError(f"Model {self.model_name!r} reads {', '.join(self.text_inputs)} per example; got "
+                             f"{', '.join(fields) or 'nothing'}.")
+        columns = {name: [example[name] for example in inputs] for name in fields}
+        by_task = {"classify": lambda: self.classify(columns["text"], columns.get("text_b")),
+                   "ner": lambda: self.recognize(columns["text"]),
+                   "squad": lambda: self.answer(columns["question"], columns["context"])}
+        if self.task_name in by_task:
+            return by_task[self.task_name]()
+        with self._one_line_errors():
+            outputs = self.client.predict(columns)
+        return [{name: np.asarray(values[row]).tolist() for name, values in outputs.items()} for row in range(len(inputs))]
+
     def classify(self, texts: Sequence[str], text_pairs: Sequence[str] | None = None) -> list[dict]:
         """The class (or classes) of each text, or of each (text, second text) pair."""
         self._require("classify")

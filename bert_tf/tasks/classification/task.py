@@ -55,6 +55,7 @@ class ClassificationTask(FinetuneTask):
     config_fields = ("multi_label", "class_weights", "focal_loss", "text_column", "text_pair_column", "label_column",
                      "label_names")
     learns_from_unlabeled_text = True
+    input_fields = (("text",), ("text_b",))
 
     # ----- exports, loading, reports ---------------------------------------------------------
 

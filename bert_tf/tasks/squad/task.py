@@ -42,6 +42,7 @@ class SquadTask(FinetuneTask):
     name = "squad"
     model_class = BertSpanLabeler
     windowed = True
+    input_fields = (("question", "context"), ())
     text_serving_class = SquadTextServing
     primary_metric = "f1"
     hf_architecture, hf_head_name = "BertForQuestionAnswering", "qa_outputs"

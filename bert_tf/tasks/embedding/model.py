@@ -1,0 +1,72 @@
+"""`BertEmbedder`: a sentence embedding (a bi-encoder's one tower): the encoder's token vectors pooled, then normalised.
+
+Given the usual id tensors [batch, seq] it returns float32 vectors [batch, hidden]; given a group of texts per
+example, ids [batch, texts, seq] (what training on pairs and triples feeds it), vectors [batch, texts, hidden],
+every text through the same weights. Pooling: "mean" of the real tokens' vectors (`input_mask`; Sentence-BERT's
+default), the "cls" token's vector, or their "max" over the real tokens; `normalize` gives vectors of length 1,
+so that cosine similarity is their inner product.
+
+Example:
+    >>> import numpy as np, bert_tf
+    >>> encoder = bert_tf.BertModel(bert_tf.BertConfig.preset("tiny", vocab_size=100))
+    >>> model = BertEmbedder(encoder)
+    >>> vectors = model({"input_word_ids": np.array([[2, 7, 9, 3]]), "input_mask": np.array([[1, 1, 1, 1]])})
+    >>> tuple(vectors.shape), round(float(np.linalg.norm(vectors[0])), 4)
+    ((1, 128), 1.0)
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+from bert_tf.model import BertModel
+from bert_tf.tasks.embedding.losses import InBatchNegativesLoss
+from bert_tf.tasks.spec import POOLINGS
+from bert_tf.tasks.task_model import BertTaskModel
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertEmbedder(BertTaskModel):
+    """The encoder's `sequence_output`, pooled (`pooling`) and, with `normalize`, scaled to length 1."""
+
+    encoder_output = "sequence_output"
+    text_padding = "longest"  # padding is masked out of every pooling: a batch of texts is padded to its longest
+
+    def __init__(self, encoder: BertModel, pooling: str = "mean", normalize: bool = True, **kwargs):
+        super().__init__(encoder, **kwargs)
+        if pooling not in POOLINGS:
+            raise ValueError(f"BertEmbedder: unknown pooling {pooling!r}; use one of {list(POOLINGS)}.")
+        self.pooling, self.normalize = pooling, bool(normalize)
+        self.built = True
+
+    def call(self, inputs, training=None):
+        if not isinstance(inputs, dict) or inputs["input_word_ids"].shape.rank != 3:
+            return super().call(inputs, training=training)
+        shape = tf.shape(inputs["input_word_ids"])  # [batch, texts, seq]: every text of every example at once
+        flat = {name: tf.reshape(value, [-1, shape[2]]) for name, value in inputs.items()}
+        vectors = super().call(flat, training=training)
+        return tf.reshape(vectors, [shape[0], shape[1], -1])
+
+    def head(self, features, inputs, training=None):
+        features = tf.cast(features, tf.float32)
+        mask = tf.cast(inputs.get("input_mask", tf.ones_like(inputs["input_word_ids"])), tf.float32)
+        mask = tf.expand_dims(mask, -1)  # not [:, :, None]: TFLite's builtin StridedSlice has no new axes
+        if self.pooling == "cls":
+            vectors = features[:, 0]
+        elif self.pooling == "max":
+            vectors = tf.reduce_max(features + (mask - 1.0) * 1e9, axis=1)
+        else:
+            vectors = tf.reduce_sum(features * mask, axis=1) / tf.maximum(tf.reduce_sum(mask, axis=1), 1.0)
+        return tf.math.l2_normalize(vectors, axis=-1) if self.normalize else vectors
+
+    def default_loss(self) -> keras.losses.Loss:
+        """In-batch negatives (`InBatchNegativesLoss`): each text's pair against the others' in its batch."""
+        return InBatchNegativesLoss()
+
+    def default_metrics(self) -> list:
+        """None: similarity is scored on a dev set (Spearman, retrieval), not per batch."""
+        return []
+
+    def get_config(self):
+        return {**super().get_config(), "pooling": self.pooling, "normalize": self.normalize}

@@ -1,0 +1,216 @@
+"""`EmbeddingTask`: sentence embeddings for similarity and search, trained with `fit` and scored as the embedding
+community scores them.
+
+Training reads a file of scored pairs, pairs or triples, or plain sentences (`bert_tf.tasks.embedding.data`) and
+trains a `BertEmbedder` on each batch's groups of texts ([batch, texts, seq], tokenized in `tf.data` by the same
+packer as every export) with the loss the data calls for (`bert_tf.tasks.embedding.losses`): CoSENT for scored
+pairs, in-batch negatives for pairs and triples, and for sentences unsupervised SimCSE (each sentence paired with
+itself, the two views differing by dropout); `FinetuneConfig.embedding_loss` chooses another, and
+`matryoshka_dims` trains nested sizes too. Scores (`score`: the one that picks the best epoch):
+- a scored-pair file: STS, Spearman and Pearson × 100 of the cosine against the gold score (`score`: Spearman);
+- a pair file: retrieval, each anchor looking for its positive among all the file's positives;
+- a folder in the BEIR/MTEB layout (`corpus.jsonl`, `queries.jsonl`, `qrels/test.tsv`): retrieval;
+retrieval as Recall@1/10/100, MRR@10 and nDCG@10 × 100 (`score`: nDCG@10).
+
+Example:
+    >>> task = EmbeddingTask(tokenizer, TaskSpec(task="embed", seq_length=128))  # doctest: +SKIP
+    >>> dev = task.prepare(task.read("../shared/data/stsb/sts-dev.csv"), training=False)  # doctest: +SKIP
+    >>> task.evaluate(model, dev, batch_size=64)["spearman"]  # doctest: +SKIP
+    84.1
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+
+from bert_tf.tasks.base import FinetuneTask
+from bert_tf.tasks.embedding.data import EmbeddingExamples, read_embedding_file
+from bert_tf.tasks.embedding.losses import CoSENTLoss, CosineSimilarityLoss, InBatchNegativesLoss, MatryoshkaLoss
+from bert_tf.tasks.embedding.metrics import format_retrieval, format_sts, retrieval_scores, sts_scores
+from bert_tf.tasks.embedding.model import BertEmbedder
+from bert_tf.tasks.embedding.retrieval_data import RetrievalSet, read_retrieval_set
+from bert_tf.tasks.model_outputs import predict_examples
+from bert_tf.tasks.text_serving import text_packer
+
+SCORED_LOSSES = ("cosent", "cosine")
+
+
+@dataclasses.dataclass
+class EmbeddingData:
+    """Examples as the texts to embed (each once) and, per example, the indices of its texts."""
+
+    kind: str  # "scored", "pairs" or "sentences" (EmbeddingExamples.kind), or "retrieval"
+    texts: list[str]  # the distinct texts
+    groups: np.ndarray  # int [examples, texts per example]: indices into `texts`
+    labels: np.ndarray  # float32 [examples]: scores scaled to [0, 1] ("scored"), else zeros
+    relevant: list[dict] | None = None  # retrieval: per query (the first texts), {document index: relevance}
+    documents: np.ndarray | None = None  # retrieval: indices into `texts` of the documents
+
+
+def _distinct(texts: list[str]) -> tuple[list[str], dict[str, int]]:
+    index: dict[str, int] = {}
+    for text in texts:
+        index.setdefault(text, len(index))
+    return list(index), index
+
+
+class EmbeddingTask(FinetuneTask):
+    name = "embed"
+    model_class = BertEmbedder
+    text_padding = BertEmbedder.text_padding
+    primary_metric = "score"
+    config_fields = ("pooling", "normalize", "embedding_loss", "similarity_scale", "symmetric", "matryoshka_dims",
+                     "score_range")
+
+    # ----- exports, loading, reports ---------------------------------------------------------
+
+    @classmethod
+    def serving_outputs(cls, model, spec, ids):
+        """`embedding` [batch, hidden] float32 (of length 1 when the model normalises)."""
+        return {"embedding": tf.cast(model(ids, training=False), tf.float32)}
+
+    @classmethod
+    def serving_info(cls, model, spec):
+        return {"pooling": tf.constant(model.pooling), "normalize": tf.constant(model.normalize),
+                "embedding_size": tf.constant(model.encoder.config.hidden_size, tf.int32)}
+
+    @classmethod
+    def spec_for_model(cls, model, spec):
+        return spec.replace(pooling=model.pooling, normalize=model.normalize)
+
+    @classmethod
+    def format_scores(cls, scores):
+        """STS: "Spearman 84.12  Pearson 83.90  (1,500 pairs)"; retrieval: nDCG@10, MRR@10 and the recalls."""
+        return format_sts(scores) if "spearman" in scores else format_retrieval(scores)
+
+    @classmethod
+    def prediction_lines(cls, inputs, predictions):
+        """The vector's size, its first values and the text, per text."""
+        lines = []
+        for example, result in zip(inputs, predictions):
+            vector = result["embedding"]
+            head = ", ".join(f"{value:.4f}" for value in vector[:4])
+            lines.append(f"[{head}, ...] ({len(vector)} values)\t{example['text']}")
+        return lines
+
+    @classmethod
+    def soft_target_loss(cls, student, teacher_outputs, student_outputs, labels, temperature):
+        """The mean squared difference of the student's vectors and the teacher's (of the same size)."""
+        if teacher_outputs.shape[-1] != student_outputs.shape[-1]:
+            raise ValueError(f"The student's vectors have {student_outputs.shape[-1]} values, the teacher's "
+                             f"{teacher_outputs.shape[-1]}: distil an embedding model into one of the same width.")
+        return tf.reduce_mean(tf.square(tf.cast(teacher_outputs, tf.float32) - tf.cast(student_outputs, tf.float32)))
+
+    @classmethod
+    def model_from_hf(cls, encoder, settings):
+        raise ValueError("Embedding models are not read from transformers task classes.")
+
+    # ----- fine-tuning -----------------------------------------------------------------------
+
+    def read(self, path, fit_labels=False, need_labels=True):
+        """A scored-pair, pair or sentence file (`read_embedding_file`), or a folder of a retrieval set."""
+        if Path(path).is_dir():
+            if fit_labels:
+                raise ValueError(f"{path} is a retrieval set: train on pairs (a file of anchor, positive), and "
+                                 "score on the set (--dev).")
+            return read_retrieval_set(path)
+        return read_embedding_file(path, self.spec.score_range)
+
+    def subset(self, examples, indices):
+        return examples.subset(indices)
+
+    def prepare(self, examples, training):
+        if isinstance(examples, RetrievalSet):
+            return self._retrieval_data(examples.queries, examples.documents, examples.relevant)
+        if training:
+            groups = [texts * 2 if examples.kind == "sentences" else texts for texts in examples.texts]  # SimCSE
+            return self._grouped_data(examples.kind, groups, examples.scores)
+        if examples.kind == "pairs":  # each anchor looks for its positive among every positive of the file
+            documents, index = _distinct([texts[1] for texts in examples.texts])
+            return self._retrieval_data([texts[0] for texts in examples.texts], documents,
+                                        [{index[texts[1]]: 1} for texts in examples.texts])
+        return self._grouped_data(examples.kind, examples.texts, examples.scores)
+
+    def _grouped_data(self, kind: str, groups, scores) -> EmbeddingData:
+        texts, index = _distinct([text for group in groups for text in group])
+        low, high = self.spec.score_range
+        labels = np.zeros(len(groups), np.float32) if scores is None else (
+            (np.asarray(scores, np.float32) - low) / (high - low))
+        return EmbeddingData(kind, texts, np.array([[index[text] for text in group] for group in groups]), labels)
+
+    def _retrieval_data(self, queries: list[str], documents: list[str], relevant: list[dict]) -> EmbeddingData:
+        texts, index = _distinct(queries + documents)
+        groups = np.array([[index[query]] for query in queries])
+        return EmbeddingData("retrieval", texts, groups, np.zeros(len(queries), np.float32), relevant,
+                             np.array([index[document] for document in documents]))
+
+    def dataset(self, data: EmbeddingData):
+        """Each example's texts (string [texts]) and label; no lengths (texts are tokenized per batch)."""
+        texts = np.array(data.texts, dtype=object)
+        return tf.data.Dataset.from_tensor_slices((texts[data.groups], data.labels)), None
+
+    def training_batches(self, data, batch_size, bucketing, seed):
+        """Batches of (ids [batch, texts, longest], labels [batch]), shuffled anew every epoch; no bucketing (in-batch
+        negatives want batches of any lengths)."""
+        dataset, _ = self.dataset(data)
+        pack = text_packer(self.tokenizer, self.spec, padding="longest")
+
+        def grouped(texts, labels):
+            shape = tf.shape(texts)
+            ids = pack([tf.reshape(texts, [-1])])
+            return {name: tf.reshape(value, [shape[0], shape[1], -1]) for name, value in ids.items()}, labels
+
+        batches = dataset.shuffle(len(data.labels), seed=seed, reshuffle_each_iteration=True).batch(batch_size)
+        batches = batches.map(grouped, num_parallel_calls=tf.data.AUTOTUNE)
+        count = math.ceil(len(data.labels) / batch_size)
+        return batches.apply(tf.data.experimental.assert_cardinality(count)).prefetch(tf.data.AUTOTUNE)
+
+    def outputs(self, model, data, batch_size, progress=False):
+        """The vector of each distinct text of `data`, in order."""
+        pack = text_packer(self.tokenizer, self.spec, padding="longest")
+        batches = tf.data.Dataset.from_tensor_slices(np.array(data.texts, dtype=object)).batch(batch_size)
+        batches = batches.map(lambda texts: pack([texts])).prefetch(tf.data.AUTOTUNE)
+        return predict_examples(model, batches, per_position=False, progress=progress)
+
+    def build_model(self, encoder, dropout):
+        return BertEmbedder(encoder, pooling=self.spec.pooling, normalize=self.spec.normalize)
+
+    def loss(self, config, data):
+        """The loss `config.embedding_loss` names, or the one the data calls for; summed over `matryoshka_dims`."""
+        name = config.embedding_loss or ("cosent" if data.kind == "scored" else "in_batch_negatives")
+        if (name in SCORED_LOSSES) != (data.kind == "scored"):
+            raise ValueError(f"The {name} loss trains on " + ("scored pairs (sentence1, sentence2, score)" if name in
+                             SCORED_LOSSES else "pairs, triples or sentences") + f"; the training file holds "
+                             f"{data.kind} examples.")
+        loss = {"in_batch_negatives": lambda: InBatchNegativesLoss(config.similarity_scale, config.symmetric),
+                "cosent": lambda: CoSENTLoss(config.similarity_scale),
+                "cosine": CosineSimilarityLoss}[name]()
+        return MatryoshkaLoss(loss, config.matryoshka_dims) if config.matryoshka_dims else loss
+
+    def scores(self, data: EmbeddingData, outputs) -> dict:
+        vectors = np.stack(outputs).astype(np.float64)
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12)
+        if data.kind == "retrieval":
+            scores = retrieval_scores(vectors[data.groups[:, 0]] @ vectors[data.documents].T, data.relevant)
+            return {**scores, "score": scores["ndcg@10"]}
+        if data.kind != "scored":
+            raise ValueError("Sentences without scores or pairs cannot be scored; give scored pairs (STS), pairs or "
+                             "a retrieval set.")
+        cosines = np.sum(vectors[data.groups[:, 0]] * vectors[data.groups[:, 1]], axis=-1)
+        low, high = self.spec.score_range
+        scores = sts_scores(cosines, data.labels * (high - low) + low)
+        return {**scores, "score": scores["spearman"]}
+
+    def predictions(self, data: EmbeddingData, outputs) -> list[dict]:
+        """`{"embedding": [...]}` per text."""
+        return [{"embedding": np.asarray(outputs[group[0]], np.float32).tolist()} for group in data.groups]
+
+    def examples_from_texts(self, texts) -> EmbeddingExamples:
+        """Texts to embed."""
+        return EmbeddingExamples("<texts>", "sentences", [(text,) for text in texts], None,
+                                 list(range(1, len(texts) + 1)))
