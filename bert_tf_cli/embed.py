@@ -25,7 +25,8 @@ def register(commands) -> None:
     parser.add_argument("--out", required=True, help="output file: .npy or .jsonl")
     parser.add_argument("--pooling", choices=POOLINGS,
                         help="sentence vector: [CLS] vector, the pooler's output, mask-aware mean, max, or mean and "
-                             "max concatenated (default: mean)")
+                             "max concatenated (default: the pooling a sentence-embedding model was trained with, "
+                             "else mean)")
     parser.add_argument("--layer", nargs="+", default=["-1"], metavar="L",
                         help="transformer block to read: 0 is the first, -1 the last (default), 'embeddings' "
                              "the embeddings' output before the first; several, as '--layer -4 -3 -2 -1', are "
@@ -35,7 +36,9 @@ def register(commands) -> None:
                              "together as BERT reads sentence pairs; one vector per pair")
     parser.add_argument("--tokens", action="store_true",
                         help="write token vectors (.jsonl) instead of sentence vectors")
-    parser.add_argument("--normalize", action="store_true", help="scale every vector to unit L2 length")
+    parser.add_argument("--normalize", action="store_true", default=None,
+                        help="scale every vector to unit L2 length (default: as a sentence-embedding model was "
+                             "trained, else not)")
     parser.add_argument("--skip-special", action="store_true", help="leave [CLS] and [SEP] out of mean/max pooling")
     parser.add_argument("--batch-size", type=int, default=32, help="texts per batch (default: 32)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -72,6 +75,7 @@ def _text_file(args, scratch: Path) -> str:
 
 def run(args) -> None:
     from bert_tf.inspection import EmbeddingConfig, TextEmbedder, embed_file
+    from bert_tf.tasks.registry import task_named
 
     if bool(args.texts) == bool(args.input):
         raise ValueError("Give texts to embed or --in FILE (- for stdin), not both." if args.texts else
@@ -85,8 +89,10 @@ def run(args) -> None:
     model = load_model(args)
     if args.pooling == "pooled" and not model.has_pooler:
         raise ValueError(f"{args.model} has no pooler weights, so --pooling pooled would be random; use cls or mean.")
-    config = EmbeddingConfig(pooling=args.pooling or "mean", layers=_layers(args.layer), normalize=args.normalize,
-                             skip_special_tokens=args.skip_special, batch_size=args.batch_size)
+    trained = task_named(model.task.task).sentence_vectors(model.task) if model.task else {}
+    normalize = trained.get("normalize", False) if args.normalize is None else args.normalize
+    config = EmbeddingConfig(pooling=args.pooling or trained.get("pooling", "mean"), layers=_layers(args.layer),
+                             normalize=normalize, skip_special_tokens=args.skip_special, batch_size=args.batch_size)
     embedder = TextEmbedder(model.encoder, model.tokenizer, config, max_length=model.max_length)
     with tempfile.TemporaryDirectory(prefix="bert-tf-embed-") as scratch:
         count = embed_file(embedder, _text_file(args, Path(scratch)), args.out, tokens=args.tokens,

@@ -25,6 +25,7 @@ from bert_tf.layers.initializer import weights_loaded_next
 from bert_tf.model import BertModel
 from bert_tf.model_directory import is_bert_tf_directory, load_model_directory
 from bert_tf.pretrainer import BertPretrainer
+from bert_tf.tasks.spec import TaskSpec
 from bert_tf.tokenizer import BertTokenizer
 
 logger = logging.getLogger(__name__)
@@ -44,6 +45,7 @@ class InspectionModel:
     max_length: int  # most tokens per input, [CLS] and [SEP] included
     source: str
     has_pooler: bool = True  # False for checkpoints without pooler weights (Hugging Face BertForMaskedLM)
+    task: TaskSpec | None = None  # a bert-tf model directory's task (`load_model_directory`); None for other formats
 
     def require_pretrainer(self) -> BertPretrainer:
         """The pretrainer, or a clear error when the checkpoint has no masked-LM head."""
@@ -67,7 +69,7 @@ def load_inspection_model(path, vocab_file=None, lower_case: bool | None = None,
     model (bert-tf directories, SavedModels), else `max_position_embeddings`.
     """
     directory = Path(path)
-    has_pooler = True
+    has_pooler, task = True, None
     if is_bert_tf_directory(directory / "model"):
         directory = directory / "model"  # the output folder of `bert-tf pretrain`
     if is_saved_model(directory):
@@ -80,7 +82,7 @@ def load_inspection_model(path, vocab_file=None, lower_case: bool | None = None,
         pretrainer = model if isinstance(model, BertPretrainer) else None
         encoder = model if isinstance(model, BertModel) else model.encoder
         checkpoint_vocab, checkpoint_lower_case = loaded.vocab_file, loaded.lower_case
-        seq_length = loaded.task.seq_length
+        seq_length, task = loaded.task.seq_length, loaded.task
     else:
         encoder, pretrainer, checkpoint_vocab, checkpoint_lower_case, has_pooler = _read_any_checkpoint(path)
         seq_length = None
@@ -94,7 +96,7 @@ def load_inspection_model(path, vocab_file=None, lower_case: bool | None = None,
     if max_length is not None:
         check_sequence_length(max_length, limit, "max_length")
     max_length = max_length or min(int(seq_length or limit), limit)
-    return InspectionModel(encoder, tokenizer, pretrainer, max_length, str(path), has_pooler)
+    return InspectionModel(encoder, tokenizer, pretrainer, max_length, str(path), has_pooler, task)
 
 
 def _read_any_checkpoint(path):

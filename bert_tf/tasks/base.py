@@ -74,6 +74,12 @@ class Task(abc.ABC):
         return cls.text_serving_class(cls, model, spec, tokenizer)
 
     @classmethod
+    def sentence_vectors(cls, spec: TaskSpec) -> dict:
+        """How the model makes sentence vectors, where it was trained to (`pooling`, `normalize`): the defaults of
+        `bert-tf embed` on it; {} for models that leave it to the caller."""
+        return {}
+
+    @classmethod
     def spec_for_model(cls, model: keras.Model, spec: TaskSpec) -> TaskSpec:
         """`spec` completed with what the loaded `model` fixes (its label names, its classification mode)."""
         return spec

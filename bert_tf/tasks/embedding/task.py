@@ -80,6 +80,10 @@ class EmbeddingTask(FinetuneTask):
                 "embedding_size": tf.constant(model.encoder.config.hidden_size, tf.int32)}
 
     @classmethod
+    def sentence_vectors(cls, spec):
+        return {"pooling": spec.pooling, "normalize": spec.normalize}
+
+    @classmethod
     def spec_for_model(cls, model, spec):
         return spec.replace(pooling=model.pooling, normalize=model.normalize)
 

@@ -172,6 +172,9 @@ def test_cosent_training_raises_the_spearman_it_is_scored_on(tmp_path, capsys):
 
     assert main(["predict", "--model", str(tmp_path / "trained"), "good film"]) == 0
     assert capsys.readouterr().out.strip().endswith("(32 values)\tgood film")
+    # bert-tf embed takes the trained model's pooling and normalisation without flags.
+    assert main(["embed", "--model", str(tmp_path / "trained"), "--out", str(tmp_path / "v.npy"), *texts]) == 0
+    np.testing.assert_allclose(np.load(tmp_path / "v.npy"), vectors, atol=1e-5)
 
 
 def test_pairs_are_scored_as_retrieval_and_a_retrieval_folder_too(tmp_path):
