@@ -87,6 +87,23 @@ def export_saved_model(
     docstring). Raises FileExistsError if the version exists, ValueError/FileNotFoundError for a
     directory that cannot be exported.
     """
+    final = new_version_path(base_path, name, version)  # refused at once, before the model loads
+    spec = serving_spec(load_model_directory(model_dir), seq_length, max_text_bytes, quantization=quantize)
+
+    def write(staging: Path) -> None:
+        if quantize == "int8":
+            _write_tflite_version(spec, staging, ids_only)
+        else:
+            module, signatures = build_serving_module(spec, ids_only)
+            tf.saved_model.save(module, str(staging), signatures=signatures)
+
+    write_version(final, write)
+    logger.info("Exported %s (%s, quantize %s) to %s.", model_dir, spec.task, quantize, final)
+    return final
+
+
+def new_version_path(base_path: str | Path, name: str, version: int | None) -> Path:
+    """`base_path/name/<version>/`, checked not to exist; `version` None: the highest there + 1."""
     if not name or name != Path(name).name or name.startswith("."):
         raise ValueError(f"Invalid model name {name!r}: it must be a plain directory name.")
     model_path = Path(base_path) / name
@@ -96,21 +113,20 @@ def export_saved_model(
     final = model_path / str(version)
     if final.exists():
         raise FileExistsError(f"{final} exists already; pick another --version (or leave it out for the next one).")
-    spec = serving_spec(load_model_directory(model_dir), seq_length, max_text_bytes, quantization=quantize)
-    model_path.mkdir(parents=True, exist_ok=True)
-    staging = model_path / f".export-{version}-{os.getpid()}"
+    return final
+
+
+def write_version(final: Path, write) -> None:
+    """Writes the version folder `final` with `write(folder)`, into a hidden folder beside it renamed at the end (a
+    polling server never sees half a version)."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = final.parent / f".export-{final.name}-{os.getpid()}"
     try:
-        if quantize == "int8":
-            _write_tflite_version(spec, staging, ids_only)
-        else:
-            module, signatures = build_serving_module(spec, ids_only)
-            tf.saved_model.save(module, str(staging), signatures=signatures)
+        write(staging)
         staging.rename(final)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    logger.info("Exported %s (%s, quantize %s) to %s.", model_dir, spec.task, quantize, final)
-    return final
 
 
 def _int8_takes_text(spec: ServingSpec, ids_only: bool = False) -> bool:
