@@ -32,6 +32,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.layers import weight_initializer
+from bert_tf.layers.dropout import Dropout
 from bert_tf.model import BertModel
 from bert_tf.preprocessor import BertPreprocessor
 from bert_tf.tasks.text_inputs import contains_tensors, text_batches, text_segments
@@ -136,6 +137,21 @@ class BertTaskModel(keras.Model, metaclass=abc.ABCMeta):
     @abc.abstractmethod
     def head(self, features, inputs, training=None):
         """The task's outputs from `features`, the encoder's `encoder_output` for `inputs`."""
+
+    def add_labelled_head(self, count: int, label_names, dropout: float, count_name: str, features_shape) -> None:
+        """The head of a labelling task: `dropout` (a `Dropout`), `classifier` (a dense layer of `count` float32 logits
+        on features of `features_shape`) and `label_names` (one per output, or None), checked in one line each."""
+        if label_names is not None and len(label_names) != count:
+            raise ValueError(f"{type(self).__name__}: got {len(label_names)} label_names for {count_name}={count}: "
+                             f"{list(label_names)}.")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"{type(self).__name__}: dropout must be in [0, 1), got {dropout!r}.")
+        self.label_names = None if label_names is None else [str(name) for name in label_names]
+        self.dropout = Dropout(dropout, name="dropout")
+        # float32 logits even under a mixed-precision policy, so the loss is computed in float32.
+        self.classifier = keras.layers.Dense(count, kernel_initializer=self.head_initializer(), dtype="float32",
+                                             name="logits")
+        self.classifier.build(features_shape)
 
     def head_initializer(self) -> keras.initializers.Initializer:
         """The encoder's own weight initializer, for the head's dense layer."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 import keras
 import numpy as np
 
-from bert_tf.layers.dropout import Dropout
 from bert_tf.model import BertModel
 from bert_tf.tasks.task_model import BertTaskModel, softmax
 
@@ -57,21 +56,9 @@ class BertClassifier(BertTaskModel):
                 "BertClassifier: mode='single_label' needs num_classes >= 2; for binary classification with one "
                 "logit use mode='multi_label' with num_classes=1."
             )
-        if label_names is not None and len(label_names) != num_classes:
-            raise ValueError(
-                f"BertClassifier: got {len(label_names)} label_names for num_classes={num_classes}: {list(label_names)}."
-            )
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"BertClassifier: dropout must be in [0, 1), got {dropout!r}.")
         self.num_classes = num_classes
         self.mode = mode
-        self.label_names = None if label_names is None else [str(name) for name in label_names]
-        self.dropout = Dropout(dropout, name="dropout")
-        # float32 logits even under a mixed-precision policy, so the loss is computed in float32.
-        self.classifier = keras.layers.Dense(
-            num_classes, kernel_initializer=self.head_initializer(), dtype="float32", name="logits"
-        )
-        self.classifier.build((None, encoder.config.hidden_size))
+        self.add_labelled_head(num_classes, label_names, dropout, "num_classes", (None, encoder.config.hidden_size))
         self.built = True
 
     text_padding = "longest"  # the logits do not depend on padding: a batch of texts is padded to its longest

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import keras
 
-from bert_tf.layers.dropout import Dropout
 from bert_tf.metrics.masked_accuracy import MaskedSparseCategoricalAccuracy
 from bert_tf.model import BertModel
 from bert_tf.tasks.ner.word_alignment import IGNORE_LABEL
@@ -45,20 +44,8 @@ class BertTokenClassifier(BertTaskModel):
         super().__init__(encoder, **kwargs)
         if isinstance(num_labels, bool) or not isinstance(num_labels, int) or num_labels < 2:
             raise ValueError(f"BertTokenClassifier: num_labels must be an integer >= 2, got {num_labels!r}.")
-        if label_names is not None and len(label_names) != num_labels:
-            raise ValueError(
-                f"BertTokenClassifier: got {len(label_names)} label_names for num_labels={num_labels}: {list(label_names)}."
-            )
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"BertTokenClassifier: dropout must be in [0, 1), got {dropout!r}.")
         self.num_labels = num_labels
-        self.label_names = None if label_names is None else [str(name) for name in label_names]
-        self.dropout = Dropout(dropout, name="dropout")
-        # float32 logits even under a mixed-precision policy, so the loss is computed in float32.
-        self.classifier = keras.layers.Dense(
-            num_labels, kernel_initializer=self.head_initializer(), dtype="float32", name="logits"
-        )
-        self.classifier.build((None, None, encoder.config.hidden_size))
+        self.add_labelled_head(num_labels, label_names, dropout, "num_labels", (None, None, encoder.config.hidden_size))
         self.built = True
 
     def head(self, features, inputs, training=None):
