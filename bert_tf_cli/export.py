@@ -24,6 +24,9 @@ def register(commands) -> None:
     parser.add_argument("--max-text-bytes", type=int,
                         help="SavedModel: each text is cut to this many UTF-8 bytes before tokenizing, the bound on a "
                              "request's cost (default: the model directory's, 65536)")
+    parser.add_argument("--dims", type=int, metavar="N",
+                        help="SavedModel of a sentence-embedding model: vectors of their first N values, renormalised "
+                             "(a size it trained at with --matryoshka-dims)")
     parser.add_argument("--tflite-input", choices=["ids", "text"], default="ids",
                         help="tflite: token ids in (builtin ops only), or raw text in (needs tensorflow-text's TFLite "
                              "kernels at run time); default: ids")
@@ -38,7 +41,7 @@ def register(commands) -> None:
 def run(args) -> None:
     if args.format == "tflite":
         for flag, value in (("--name", args.name), ("--version", args.version), ("--ids-only", args.ids_only or None),
-                            ("--max-text-bytes", args.max_text_bytes)):
+                            ("--max-text-bytes", args.max_text_bytes), ("--dims", args.dims)):
             if value is not None:
                 raise ValueError(f"{flag} applies to --format saved_model only.")
         _check_quantize(args)
@@ -56,7 +59,8 @@ def run(args) -> None:
     from serving.export.saved_model import export_saved_model
 
     path = export_saved_model(args.model, args.out, args.name, version=args.version, ids_only=args.ids_only,
-                              seq_length=args.seq_length, max_text_bytes=args.max_text_bytes, quantize=args.quantize)
+                              seq_length=args.seq_length, max_text_bytes=args.max_text_bytes, quantize=args.quantize,
+                              embedding_dims=args.dims)
     details = [note for note, given in (("ids only", args.ids_only), (f"quantize {args.quantize}", args.quantize != "none"))
                if given]
     print(f"Exported {args.model} to {path}" + (f" ({', '.join(details)})" if details else ""))

@@ -35,3 +35,25 @@ def demo_signatures(demo_model_dir):
     import tensorflow as tf
 
     return tf.saved_model.load(str(demo_model_dir / "1")).signatures
+
+
+@pytest.fixture(scope="module")
+def embedder_dir(tmp_path_factory) -> Path:
+    """A sentence-embedding model directory (tiny, random weights spread out so that vectors differ), built through
+    the task registry, with the vocabulary of `tiny_finetune_files`."""
+    import keras
+
+    import bert_tf
+    from bert_tf.tasks.registry import task_from_spec
+    from bert_tf.tasks.spec import TaskSpec
+    from tiny_finetune_files import VOCAB, write_vocab
+
+    folder = tmp_path_factory.mktemp("embedder")
+    vocab = write_vocab(folder)
+    keras.utils.set_random_seed(3)
+    encoder = bert_tf.BertModel(bert_tf.BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1,
+                                                   num_attention_heads=2, intermediate_size=32,
+                                                   max_position_embeddings=32, initializer_range=0.5))
+    spec = TaskSpec(task="embed", seq_length=16)
+    model = task_from_spec(spec, bert_tf.BertTokenizer(vocab)).build_model(encoder, dropout=0.0)
+    return bert_tf.save_pretrained(model, folder / "model", vocab_file=vocab, task=spec)

@@ -3,14 +3,11 @@
 
 import json
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import bert_tf
-from bert_tf.tasks.registry import task_from_spec
-from bert_tf.tasks.spec import TaskSpec
 from bert_tf_cli import main
 from serving.client.grpc_client import GrpcClient
 from serving.export.search_index import export_search_index, read_corpus
@@ -20,19 +17,6 @@ from tiny_finetune_files import VOCAB, write_vocab
 DOCUMENTS = {"d1": "good film", "d2": "the plot was bad", "d3": "paris and london", "d4": "a very nice film",
              "d5": "mary and john"}
 QUERIES = ["a good film", "london"]
-
-
-@pytest.fixture(scope="module")
-def embedder_dir(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("embedder")
-    vocab = write_vocab(folder)
-    keras.utils.set_random_seed(3)
-    encoder = bert_tf.BertModel(bert_tf.BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1,
-                                                   num_attention_heads=2, intermediate_size=32,
-                                                   max_position_embeddings=32, initializer_range=0.5))
-    spec = TaskSpec(task="embed", seq_length=16)
-    model = task_from_spec(spec, bert_tf.BertTokenizer(vocab)).build_model(encoder, dropout=0.0)
-    return bert_tf.save_pretrained(model, folder / "model", vocab_file=vocab, task=spec)
 
 
 @pytest.fixture(scope="module")

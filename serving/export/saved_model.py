@@ -77,6 +77,7 @@ def export_saved_model(
     seq_length: int | None = None,
     max_text_bytes: int | None = None,
     quantize: str = "none",
+    embedding_dims: int | None = None,
 ) -> Path:
     """Exports the model directory `model_dir` as `base_path/name/<version>/`; returns that path.
 
@@ -84,11 +85,13 @@ def export_saved_model(
     None: the directory's task's (`TaskSpec`); so is `max_text_bytes`, the UTF-8 bytes of each
     text kept before tokenizing (the bound on a request's cost). `quantize`: "none" (float32),
     "bf16" (a SavedModel with bfloat16 weights and matrix multiplies), "int8" (`model.tflite`, see the module
-    docstring). Raises FileExistsError if the version exists, ValueError/FileNotFoundError for a
+    docstring). `embedding_dims` (sentence-embedding models): the vectors cut to their first values (a Matryoshka
+    size the model trained at), renormalised. Raises FileExistsError if the version exists, ValueError/FileNotFoundError for a
     directory that cannot be exported.
     """
     final = new_version_path(base_path, name, version)  # refused at once, before the model loads
-    spec = serving_spec(load_model_directory(model_dir), seq_length, max_text_bytes, quantization=quantize)
+    spec = serving_spec(load_model_directory(model_dir), seq_length, max_text_bytes, quantization=quantize,
+                        embedding_dims=embedding_dims)
 
     def write(staging: Path) -> None:
         if quantize == "int8":

@@ -82,9 +82,10 @@ class ServingSpec:
         return self.vocabulary.lower_case
 
 
-def serving_spec(directory: ModelDirectory, seq_length: int | None = None,
-                 max_text_bytes: int | None = None, quantization: str = "none") -> ServingSpec:
-    """The `ServingSpec` of a loaded model directory; `seq_length` and `max_text_bytes` override its task's.
+def serving_spec(directory: ModelDirectory, seq_length: int | None = None, max_text_bytes: int | None = None,
+                 quantization: str = "none", embedding_dims: int | None = None) -> ServingSpec:
+    """The `ServingSpec` of a loaded model directory; `seq_length`, `max_text_bytes` and (sentence-embedding
+    models) `embedding_dims` override its task's.
 
     `quantization` (`QUANTIZATIONS`): "none" (float32), "bf16" (the model with bfloat16 weights
     and matrix multiplies: `bert_tf.precision`), "int8" (float32 here: the TFLite converter
@@ -95,8 +96,10 @@ def serving_spec(directory: ModelDirectory, seq_length: int | None = None,
     model, task_spec = directory.model, directory.task
     if quantization == "bf16":
         model = with_precision(model, "bfloat16")
-    overrides = {name: value for name, value in (("seq_length", seq_length), ("max_text_bytes", max_text_bytes))
-                 if value is not None}
+    if embedding_dims is not None and not task_named(task_spec.task).sentence_vectors(task_spec):
+        raise ValueError(f"embedding_dims cuts sentence vectors; a {task_spec.task} model makes none.")
+    overrides = {name: value for name, value in (("seq_length", seq_length), ("max_text_bytes", max_text_bytes),
+                                                 ("embedding_dims", embedding_dims)) if value is not None}
     if overrides:
         task_spec = task_spec.replace(**overrides)
         task_spec.check_fits(directory.encoder.config)

@@ -71,13 +71,19 @@ class EmbeddingTask(FinetuneTask):
 
     @classmethod
     def serving_outputs(cls, model, spec, ids):
-        """`embedding` [batch, hidden] float32 (of length 1 when the model normalises)."""
-        return {"embedding": tf.cast(model(ids, training=False), tf.float32)}
+        """`embedding` [batch, size] float32 (of length 1 when the model normalises); size: the spec's
+        `embedding_dims` (the vector's first values, renormalised: a Matryoshka cut), else the model's width."""
+        vectors = tf.cast(model(ids, training=False), tf.float32)
+        if spec.embedding_dims:
+            vectors = vectors[:, :spec.embedding_dims]
+            vectors = tf.math.l2_normalize(vectors, axis=-1) if model.normalize else vectors
+        return {"embedding": vectors}
 
     @classmethod
     def serving_info(cls, model, spec):
+        size = spec.embedding_dims or model.encoder.config.hidden_size
         return {"pooling": tf.constant(model.pooling), "normalize": tf.constant(model.normalize),
-                "embedding_size": tf.constant(model.encoder.config.hidden_size, tf.int32)}
+                "embedding_size": tf.constant(size, tf.int32)}
 
     @classmethod
     def sentence_vectors(cls, spec):
