@@ -3,7 +3,7 @@
 Text is tokenized in the graph (`BertPreprocessor` in a `tf.function`, see
 `bert_tf.tasks.classification.data.TextPacker`), once per file. Scores:
 accuracy, macro-F1, Matthews correlation and per-class precision/recall/F1; for two
-classes also `f1`, the F1 of the second class (GLUE's positive class "1" for MRPC and QQP).
+classes also `f1`, the F1 of the second class (GLUE's positive class "1" for MRPC and QQP), reported by its name.
 Multi-label: a class is predicted when its sigmoid is at least `multi_label_threshold` (0.5);
 `accuracy` is the share of examples with exactly the right set of labels. The settings (columns,
 labels, truncation of pairs) are the task's `bert_tf.TaskSpec`, saved with the model.
@@ -79,7 +79,8 @@ class ClassificationTask(FinetuneTask):
 
     @classmethod
     def format_scores(cls, scores):
-        """Accuracy, macro-F1, MCC, F1 (two classes), micro-F1 (multi-label), then the per-class table.
+        """Accuracy, macro-F1, MCC, F1 of the second class by its name (two classes), micro-F1 (multi-label), then the
+        per-class table (its rows in the classes' order).
 
         Example:
             >>> print(ClassificationTask.format_scores({"accuracy": 0.9, "macro_f1": 0.85, "per_class": {}}))
@@ -90,7 +91,7 @@ class ClassificationTask(FinetuneTask):
         if "mcc" in scores:
             head.append(f"MCC {scores['mcc']:.4f}")
         if "f1" in scores:
-            head.append(f"F1 {scores['f1']:.4f} (second class)")
+            head.append(f"F1 of {list(scores['per_class'])[1]!r} {scores['f1']:.4f}")
         if "micro_f1" in scores:
             head.append(f"micro-F1 {scores['micro_f1']:.4f}")
         return "\n".join(["  ".join(head), *score_table("class", scores["per_class"])])
