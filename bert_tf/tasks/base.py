@@ -38,9 +38,28 @@ from bert_tf.tokenizer import BertTokenizer
 
 
 def hf_label_names(settings: dict) -> list[str]:
-    """The label names of a transformers config (`id2label`, in id order); [] without them."""
-    by_id = sorted((int(index), label) for index, label in settings.get("id2label", {}).items())
-    return [str(label) for _, label in by_id]
+    """The label names of a transformers config (`id2label`, in id order); [] without them. Ids other than 0 to n - 1
+    each once, or a name given twice, are an error naming `id2label`.
+
+    Example:
+        >>> hf_label_names({"id2label": {"1": "positive", "0": "negative"}})
+        ['negative', 'positive']
+        >>> hf_label_names({"id2label": {"0": "negative", "7": "positive"}})
+        Traceback (most recent call last):
+        ...
+        ValueError: id2label has ids 0, 7; they must be 0 to 1, each once.
+    """
+    try:
+        by_id = sorted((int(index), str(label)) for index, label in settings.get("id2label", {}).items())
+    except (AttributeError, TypeError, ValueError):
+        raise ValueError(f"id2label must map ids 0, 1, ... to names, not {settings['id2label']!r}.") from None
+    ids, names = [index for index, _ in by_id], [name for _, name in by_id]
+    if ids != list(range(len(ids))):
+        raise ValueError(f"id2label has ids {', '.join(map(str, ids))}; they must be 0 to {len(ids) - 1}, each once.")
+    twice = next((name for index, name in enumerate(names) if name in names[:index]), None)
+    if twice is not None:
+        raise ValueError(f"id2label names {twice!r} twice; each label needs a name of its own.")
+    return names
 
 
 class Task(abc.ABC):

@@ -132,7 +132,10 @@ class ClassificationTask(FinetuneTask):
         labels = hf_label_names(settings)
         count = len(labels) or settings.get("num_labels", 2)
         modes = {problem_type: mode for mode, problem_type in PROBLEM_TYPES.items()}
-        mode = modes.get(settings.get("problem_type"), "regression" if count == 1 else "single_label")
+        problem_type = settings.get("problem_type")
+        if problem_type is not None and problem_type not in modes:
+            raise ValueError(f"problem_type {problem_type!r} is none of transformers' ({', '.join(modes)}).")
+        mode = modes.get(problem_type, "regression" if count == 1 else "single_label")
         return BertClassifier(encoder, num_classes=count, label_names=labels or None, mode=mode)
 
     # ----- fine-tuning -----------------------------------------------------------------------
