@@ -61,13 +61,34 @@ def test_classification_learns_keeps_the_best_epoch_and_saves_everything(files, 
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".model")] == []  # checkpoints removed
 
 
+def test_the_saved_model_is_its_weights_without_the_optimizers_state(files, tmp_path):
+    """model.keras kept AdamW's two moments per weight (134 MB for BERT-Mini, 45 MB of weights): a model directory
+    is for predicting, exporting and fine-tuning again, none of which reads them."""
+    import zipfile
+
+    import h5py
+
+    bigger = bert_tf.BertConfig(vocab_size=len(VOCAB), hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
+                                intermediate_size=512, max_position_embeddings=32)  # its weights outweigh the file's rest
+    bigger.write_json(tmp_path / "bigger.json")
+    finetune(config(files, tmp_path, init=str(tmp_path / "bigger.json"), epochs=1), progress=False)
+    directory = bert_tf.load_model_directory(tmp_path / "model")
+    weight_bytes = sum(weight.numpy().nbytes for weight in directory.model.weights)
+    saved = tmp_path / "model" / "model.keras"
+    assert saved.stat().st_size < 1.2 * weight_bytes, (saved.stat().st_size, weight_bytes)  # with AdamW's state: 3.3×
+    with zipfile.ZipFile(saved) as archive, archive.open("model.weights.h5") as weights, h5py.File(weights) as h5:
+        assert "optimizer" not in h5
+    assert getattr(directory.model, "optimizer", None) is None  # compile it to train it again
+
+
 def test_focal_loss_takes_the_class_weights_and_early_stopping_stops(files, tmp_path):
     settings = config(files, tmp_path, focal_loss=True, class_weights=True, learning_rate=1e-9, epochs=5,
                       early_stopping_patience=1)
     result = finetune(settings, progress=False)
     assert result.epochs_run == 2  # the dev score cannot improve at a learning rate of 1e-9
-    model = bert_tf.load_model_directory(tmp_path / "model").model
-    assert isinstance(model.loss, SparseCategoricalFocalLoss) and model.loss.alpha == [1.0, 1.0]
+    task = ClassificationTask(BertTokenizer(files["vocab"]), settings.task_spec())  # the loss it trained with
+    loss = task.loss(settings, task.prepare(task.read(files["train"], fit_labels=True), training=True))
+    assert isinstance(loss, SparseCategoricalFocalLoss) and loss.alpha == [1.0, 1.0]
 
 
 @pytest.mark.parametrize("data", ["dev", "training"])
