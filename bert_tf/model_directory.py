@@ -69,7 +69,7 @@ def resolve_model_directory(path: str | Path) -> Path:
             f"{run}/model at its end. Run `bert-tf pretrain --out {run} ...` again to resume and finish it.")
     if not path.exists():
         raise FileNotFoundError(f"Model directory not found: {path}")
-    version = _exported_version(path)
+    version = exported_version(path)
     if version is not None:
         raise FileNotFoundError(
             f"{path} is an export for serving (version {version.name} of {version.parent}), not a model directory: "
@@ -79,7 +79,7 @@ def resolve_model_directory(path: str | Path) -> Path:
                             "bert_tf.save_pretrained or `bert-tf finetune`, or convert a checkpoint with `bert-tf convert`.")
 
 
-def _exported_version(path: Path) -> Path | None:
+def exported_version(path: Path) -> Path | None:
     """The serving version `path` is or holds (`bert-tf export`'s N/ with a SavedModel or model.tflite), if any."""
     def is_version(folder: Path) -> bool:
         return folder.name.isdigit() and any((folder / name).is_file() for name in ("saved_model.pb", "model.tflite"))

@@ -1,5 +1,7 @@
 """`bert-tf finetune`: fine-tune a checkpoint (or a random start) on classification, NER or SQuAD data."""
 
+import re
+
 from bert_tf_cli.config_defaults import dataclass_defaults
 
 # pipelines.finetune_config.TASKS, which imports TensorFlow (tests/test_cli_startup.py checks they agree).
@@ -18,6 +20,9 @@ _OPTIONAL_FIELDS = {
     "max_query_length": "max_query_length", "max_answer_length": "max_answer_length", "n_best_size": "n_best_size",
     "null_score_threshold": "null_score_threshold",
 }
+# The FinetuneConfig fields of the flags that are always passed, as its errors name them.
+_FIELD_FLAGS = {"train_file": "--train", "output_dir": "--out", "init": "--init", "multi_label": "--multi-label",
+                "class_weights": "--class-weights", "focal_loss": "--focal-loss"}
 
 
 def register(commands) -> None:
@@ -70,8 +75,10 @@ def add_training_arguments(parser, default: dict) -> None:
     parser.add_argument("--epochs", type=int, help=f"(default: {default['epochs']})")
     parser.add_argument("--batch-size", type=int, help=f"(default: {default['batch_size']})")
     parser.add_argument("--learning-rate", type=float,
-                        help=f"peak learning rate (default: {default['BASE_LEARNING_RATE']:g} for BERT-base and larger, "
-                             f"{default['SMALL_MODEL_LEARNING_RATE']:g} for smaller models)")
+                        help=f"peak learning rate (default: {default['BASE_LEARNING_RATE']:g} for BERT-base and larger; "
+                             f"smaller models {default['SMALL_MODEL_LEARNING_RATE']:g} from trained weights, from random "
+                             f"ones {default['RANDOM_START_LEARNING_RATE']:g} (hidden size 256 up) or "
+                             f"{default['NARROW_RANDOM_START_LEARNING_RATE']:g})")
     parser.add_argument("--warmup-proportion", type=float,
                         help=f"share of the steps spent warming up (default: {default['warmup_proportion']})")
     parser.add_argument("--weight-decay", type=float,
@@ -86,9 +93,8 @@ def add_training_arguments(parser, default: dict) -> None:
 
 
 def config_from_args(args):
-    from pipelines.finetune_config import FinetuneConfig
-
-    return FinetuneConfig(
+    return finetune_config(
+        {**_FIELD_FLAGS, **flags_of(_OPTIONAL_FIELDS)},
         task=args.task,
         train_file=args.train,
         output_dir=args.out,
@@ -102,6 +108,34 @@ def config_from_args(args):
         focal_loss=args.focal_loss,
         **{field: getattr(args, flag) for flag, field in _OPTIONAL_FIELDS.items() if getattr(args, flag) is not None},
     )
+
+
+def flags_of(optional_fields: dict[str, str]) -> dict[str, str]:
+    """{FinetuneConfig field: its flag} of a command's {argparse dest: field}."""
+    return {field: "--" + dest.replace("_", "-") for dest, field in optional_fields.items()}
+
+
+def finetune_config(flags: dict[str, str], **settings):
+    """`FinetuneConfig(**settings)`; its errors name the command's flags (`flags`: {field: flag}), not its fields:
+    "student_layers goes with init='teacher'" is "--student-layers goes with --student teacher".
+
+    Example:
+        >>> finetune_config({"init": "--student", "temperature": "--temperature"}, task="classify", train_file="t",
+        ...                 output_dir="o", init="tiny", teacher="t", temperature=0.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: --temperature must be > 0, got 0.0.
+    """
+    from pipelines.finetune_config import FinetuneConfig
+
+    try:
+        return FinetuneConfig(**settings)
+    except ValueError as error:
+        message = str(error).removeprefix("FinetuneConfig: ")
+        for field, flag in flags.items():
+            message = re.sub(rf"\b{field}='([^']*)'", rf"{flag} \1", message)
+            message = re.sub(rf"\b{field}\b", flag, message)
+        raise ValueError(message) from None
 
 
 def run(args) -> None:

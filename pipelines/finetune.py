@@ -42,6 +42,7 @@ from bert_tf.checkpoints import check_vocabulary_fits
 from bert_tf.checkpoints.pretrained import presets_home
 from bert_tf.distillation import Distiller, student_from_teacher
 from bert_tf.inspection.loading import load_inspection_model
+from bert_tf.model_directory import exported_version, resolve_model_directory
 from bert_tf.optimization import create_optimizer
 from bert_tf.progress import TextProgressCallback, is_terminal
 from bert_tf.tasks.base import FinetuneTask
@@ -78,9 +79,7 @@ def load_encoder(config: FinetuneConfig):
     """
     init = Path(config.init)
     is_config_file = init.is_file() and init.suffix == ".json"
-    is_checkpoint = not is_config_file and (
-        init.exists() or Path(f"{init}.index").is_file() or (presets_home() / config.init).exists())
-    if is_checkpoint:
+    if not starts_from_random_weights(config):
         encoder = bert_tf.from_pretrained(config.init)
         vocab_file = config.vocab_file or encoder.vocab_file
         if vocab_file is None:
@@ -104,6 +103,25 @@ def load_encoder(config: FinetuneConfig):
     lower_case = resolve_lower_case(vocab_file, config.lower_case, CASING_FLAGS)
     config.task_spec().check_fits(encoder.config)
     return encoder, Path(vocab_file), lower_case
+
+
+def starts_from_random_weights(config: FinetuneConfig) -> bool:
+    """Whether `config.init` is a random start (a preset name or a config file, see `load_encoder`), not trained
+    weights (a checkpoint, or the teacher's layers)."""
+    if config.teacher is not None and config.init == "teacher":
+        return False
+    init = Path(config.init)
+    if init.is_file() and init.suffix == ".json":
+        return True
+    return not (init.exists() or Path(f"{init}.index").is_file() or (presets_home() / config.init).exists())
+
+
+def teacher_directory(path) -> Path:
+    """The model directory a teacher is (`--teacher`); an export for serving is an error that says which to give."""
+    if exported_version(Path(path)) is not None:
+        raise FileNotFoundError(f"--teacher {path} is an export for serving: give the fine-tuned model directory it "
+                                "was exported from (bert-tf finetune's --out).")
+    return resolve_model_directory(path)
 
 
 class DevScores(keras.callbacks.Callback):
@@ -200,7 +218,7 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
     if teacher is not None:
         model = Distiller(model, teacher.model, config.temperature, config.soft_weight, config.hidden_weight,
                           config.attention_weight, config.layer_map)
-    learning_rate = config.peak_learning_rate(encoder.config)
+    learning_rate = config.peak_learning_rate(encoder.config, starts_from_random_weights(config))
     optimizer = create_optimizer(learning_rate, steps, int(steps * config.warmup_proportion),
                                  weight_decay=config.weight_decay)
     model.compile(optimizer=optimizer, loss=task.loss(config, train))
@@ -241,7 +259,7 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
 
 def _load_teacher(config: FinetuneConfig):
     """The teacher's `ModelDirectory`; its task must be the run's."""
-    teacher = bert_tf.load_model_directory(config.teacher)
+    teacher = bert_tf.load_model_directory(teacher_directory(config.teacher))
     if teacher.task.task != config.task:
         raise ValueError(f"The teacher {config.teacher} is a {teacher.task.task!r} model, not a {config.task!r} one.")
     teacher.require_vocab_file()
@@ -276,6 +294,10 @@ def _student_encoder(config: FinetuneConfig, teacher):
             raise ValueError(f"The student {config.init} has another vocabulary ({own}) than the teacher "
                              f"{config.teacher}: the student must read the teacher's token ids.")
     teacher.task.check_fits(encoder.config)
+    if encoder.count_params() > teacher.encoder.count_params():
+        logger.warning("The student %s (%s parameters) is larger than its teacher %s (%s): distillation makes a model "
+                       "smaller; pick a smaller --student.", config.init,
+                       f"{encoder.count_params():,}", config.teacher, f"{teacher.encoder.count_params():,}")
     return encoder, teacher.vocab_file, teacher.lower_case
 
 

@@ -27,15 +27,18 @@ def test_help_imports_no_tensorflow():
 
 
 def test_finetune_help_shows_the_defaults_finetune_config_has(capsys):
-    from pipelines.finetune_config import BASE_LEARNING_RATE, SMALL_MODEL_LEARNING_RATE, FinetuneConfig
+    from pipelines.finetune_config import (BASE_LEARNING_RATE, NARROW_RANDOM_START_LEARNING_RATE,
+                                           RANDOM_START_LEARNING_RATE, SMALL_MODEL_LEARNING_RATE, FinetuneConfig)
 
     with pytest.raises(SystemExit):
         main(["finetune", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     defaults = FinetuneConfig(task="classify", train_file="t", output_dir="o", init="i")
     for flag, value in (("--epochs", defaults.epochs), ("--batch-size", defaults.batch_size),
-                        ("--learning-rate", f"{BASE_LEARNING_RATE:g} for BERT-base and larger, "
-                                            f"{SMALL_MODEL_LEARNING_RATE:g} for smaller models"),
+                        ("--learning-rate", f"{BASE_LEARNING_RATE:g} for BERT-base and larger; smaller models "
+                                            f"{SMALL_MODEL_LEARNING_RATE:g} from trained weights, from random ones "
+                                            f"{RANDOM_START_LEARNING_RATE:g} (hidden size 256 up) or "
+                                            f"{NARROW_RANDOM_START_LEARNING_RATE:g}"),
                         ("--warmup-proportion", defaults.warmup_proportion), ("--weight-decay", defaults.weight_decay),
                         ("--dropout", defaults.dropout), ("--seed", defaults.seed)):
         assert re.search(rf"{flag} \S+ [^-]*\(default: {re.escape(str(value))}[;)]", help_text), flag
