@@ -1,7 +1,7 @@
 """`bert-tf distill`: a smaller student learns a fine-tuned teacher's task from its soft targets and the labels."""
 
 from bert_tf_cli.config_defaults import dataclass_defaults
-from bert_tf_cli.finetune import add_training_arguments, finetune_config, flags_of, print_result
+from bert_tf_cli.finetune import add_training_arguments, finetune_config, flags_of, preset_names, print_result
 
 # CLI flag (argparse dest) → FinetuneConfig field, passed only when given (FinetuneConfig's defaults apply).
 _OPTIONAL_FIELDS = {
@@ -29,7 +29,7 @@ def register(commands) -> None:
     parser.add_argument("--train", required=True, help="training file, in the teacher's task's format")
     parser.add_argument("--dev", help="dev file, scored after every epoch")
     parser.add_argument("--student", required=True,
-                        help="checkpoint, preset name (e.g. tiny, mini), bert_config.json, or `teacher`")
+                        help=f"checkpoint, preset name ({preset_names()}), bert_config.json, or `teacher`")
     parser.add_argument("--student-layers", type=int, metavar="N", help="with --student teacher: how many layers")
     parser.add_argument("--out", required=True, help="output model directory (the student)")
     parser.add_argument("--overwrite", action="store_true", help="replace a non-empty output directory")

@@ -36,7 +36,8 @@ def register(commands) -> None:
     parser.add_argument("--task", choices=TASKS, required=True)
     parser.add_argument("--train", required=True, help="training file")
     parser.add_argument("--dev", help="dev file, scored after every epoch")
-    parser.add_argument("--init", required=True, help="checkpoint, preset name or bert_config.json")
+    parser.add_argument("--init", required=True,
+                        help=f"checkpoint, preset name ({preset_names()}) or bert_config.json")
     parser.add_argument("--vocab", help="vocab.txt (required for a random start; default: the checkpoint's)")
     parser.add_argument("--out", required=True, help="output model directory")
     parser.add_argument("--overwrite", action="store_true", help="replace a non-empty output directory")
@@ -64,6 +65,20 @@ def register(commands) -> None:
     squad.add_argument("--n-best-size", type=int)
     squad.add_argument("--null-score-threshold", type=float)
     parser.set_defaults(run=run)
+
+
+def preset_names() -> str:
+    """The presets a random start names, for a help text (read from bert_tf/config.py: the help imports no TensorFlow).
+
+    Example:
+        >>> preset_names()[:22]
+        'tiny, mini, small, med'
+    """
+    constants = dataclass_defaults("bert_tf/config.py", "BertConfig")
+    layers, hidden = constants["_SMALL_BERT_LAYERS"], constants["_SMALL_BERT_HIDDEN"]
+    return (f"{', '.join(constants['PRESET_ALIASES'])}, or bert_L<layers>_H<hidden> of layers "
+            f"{', '.join(map(str, layers))} and hidden {', '.join(map(str, hidden))}: bert_L{layers[0]}_H{hidden[0]} … "
+            f"bert_L{layers[-1]}_H{hidden[-1]}, and bert_L24_H1024")
 
 
 def _names(text: str) -> tuple[str, ...]:

@@ -44,7 +44,7 @@ from bert_tf.distillation import Distiller, student_from_teacher
 from bert_tf.inspection.loading import load_inspection_model
 from bert_tf.model_directory import exported_version, resolve_model_directory
 from bert_tf.optimization import create_optimizer
-from bert_tf.progress import TextProgressCallback, is_terminal
+from bert_tf.progress import TextProgressCallback, announce, is_terminal
 from bert_tf.tasks.base import FinetuneTask
 from bert_tf.tasks.registry import task_from_directory, task_from_spec
 from bert_tf.text_files import existing_file, utf8_lines
@@ -179,14 +179,16 @@ def training_data(config: FinetuneConfig, tokenizer: BertTokenizer, teacher=None
         texts = [line.strip() for line in utf8_lines(existing_file(path, "Unlabeled file", "--unlabeled"))]
         texts = [text for text in texts if text]
         if texts:
-            logger.info("Labelling the %d lines of %s with the teacher.", len(texts), path)
-            examples = task.joined(examples, task.labelled_by(teacher.model, texts, str(path), config.batch_size))
+            announce(f"Labelling the {len(texts):,} lines of {path} with the teacher", progress, logger)
+            examples = task.joined(examples, task.labelled_by(teacher.model, texts, str(path), config.batch_size,
+                                                              progress))
     if config.augment_copies:
         texts = augment_texts(task.texts(examples), _masked_lm(config, teacher), tokenizer, config.augment_copies,
                               seed=config.seed, max_length=task.seq_length, progress=progress)
-        logger.info("Labelling %d augmented texts with the teacher.", len(texts))
+        announce(f"Labelling {len(texts):,} augmented texts with the teacher", progress, logger)
         if texts:
-            examples = task.joined(examples, task.labelled_by(teacher.model, texts, "augmented text", config.batch_size))
+            examples = task.joined(examples, task.labelled_by(teacher.model, texts, "augmented text", config.batch_size,
+                                                              progress))
     data = task.prepare(examples, training=True)
     batches = task.training_batches(data, config.batch_size, config.bucketing, config.seed)
     return TrainingData(task, examples, data, batches, int(batches.cardinality()) * config.epochs)
@@ -204,16 +206,16 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
     teacher = _load_teacher(config) if config.teacher else None
     encoder, vocab_file, lower_case = load_encoder(config) if teacher is None else _student_encoder(config, teacher)
     tokenizer = BertTokenizer(vocab_file, lower_case)
-    say = (lambda message: print(message, flush=True)) if progress else (lambda message: None)  # noqa: E731
-    say(f"Reading and tokenizing {config.train_file}" + (f" and {config.dev_file}" if config.dev_file else ""))
+    announce(f"Reading and tokenizing {config.train_file}" + (f" and {config.dev_file}" if config.dev_file else ""),
+             progress, logger)
     training = training_data(config, tokenizer, teacher, progress)
     task, train, steps = training.task, training.data, training.steps
     dev = task.prepare(task.read(config.dev_file), training=False) if config.dev_file else None
     doing = "Fine-tuning" if teacher is None else (
         f"Distilling {config.teacher} into a student of {encoder.config.num_hidden_layers} layers, hidden "
         f"{encoder.config.hidden_size},")
-    say(f"{doing} on {len(training.examples):,} examples: {config.epochs} epoch(s) of "
-        f"{steps // config.epochs:,} batches of up to {config.batch_size}")
+    announce(f"{doing} on {len(training.examples):,} examples: {config.epochs} epoch(s) of "
+             f"{steps // config.epochs:,} batches of up to {config.batch_size}", progress, logger)
     model = task.build_model(encoder, config.dropout)
     if teacher is not None:
         model = Distiller(model, teacher.model, config.temperature, config.soft_weight, config.hidden_weight,

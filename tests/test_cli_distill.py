@@ -61,7 +61,7 @@ def test_a_student_of_the_teachers_layers_keeps_its_task_and_serves_like_any_mod
     assert (tmp_path / "models" / "student" / "1" / "model.tflite").is_file()
 
 
-def test_unlabeled_text_is_labelled_by_the_teacher(sentiment, tmp_path):
+def test_unlabeled_text_is_labelled_by_the_teacher(sentiment, tmp_path, capsys):
     from pipelines.prediction import Predictor
 
     unlabeled = tmp_path / "reviews.txt"
@@ -75,8 +75,11 @@ def test_unlabeled_text_is_labelled_by_the_teacher(sentiment, tmp_path):
                             init="teacher", student_layers=1, teacher=str(sentiment["dir"] / "teacher"),
                             unlabeled_files=(str(unlabeled),))
     directory = bert_tf.load_model_directory(config.teacher)
-    examples = training_data(config, directory.tokenizer(), directory).examples
+    examples = training_data(config, directory.tokenizer(), directory, progress=True).examples
     assert len(examples) == 96 + len(sentences)
+    captured = capsys.readouterr()  # the teacher's labelling shows its progress (it was silent for minutes)
+    assert f"Labelling the {len(sentences)} lines of {unlabeled} with the teacher" in captured.out
+    assert "predicting: 100% (1/1 batch)" in captured.err, captured.err  # 32 lines, in batches of 32
     assert examples.labels[96:] == [result["label"] for result in teacher.classify(sentences)]
     assert distill(sentiment, tmp_path / "student", "--student", "teacher", "--student-layers", "1",
                    "--unlabeled", str(unlabeled)) == 0

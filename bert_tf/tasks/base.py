@@ -197,9 +197,9 @@ class FinetuneTask(Task):
             raise ValueError(f"Each example needs {list(self.spec.text_inputs)}; one has no {missing!r}.")
         return self.examples_from_texts(*([example[name] for example in inputs] for name in self.spec.text_inputs))
 
-    def labelled_by(self, model: keras.Model, texts: list[str], source: str, batch_size: int):
+    def labelled_by(self, model: keras.Model, texts: list[str], source: str, batch_size: int, progress: bool = False):
         """Examples of raw `texts` (one per line of an unlabeled file), labelled with `model`'s predictions (a
-        teacher's, `bert-tf distill --unlabeled`). The tasks that have it (classification, NER) also have
+        teacher's, `bert-tf distill --unlabeled`; `progress`: a bar, or lines in a file). The tasks that have it (classification, NER) also have
         `joined(examples, more)`: `examples` followed by `more`, and `texts(examples)`: the examples as such
         lines (to augment them, `pipelines.augmentation`)."""
         raise ValueError(f"Unlabeled text teaches classification and NER students, not {self.name!r} ones.")

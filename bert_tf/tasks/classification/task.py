@@ -264,7 +264,8 @@ class ClassificationTask(FinetuneTask):
         """Multi-label: which classes are predicted (sigmoid at least the spec's threshold)."""
         return 1.0 / (1.0 + np.exp(-logits.astype(np.float64))) >= self.spec.multi_label_threshold
 
-    def labelled_by(self, model, texts: list[str], source: str, batch_size: int) -> ClassificationExamples:
+    def labelled_by(self, model, texts: list[str], source: str, batch_size: int,
+                    progress: bool = False) -> ClassificationExamples:
         """`texts` (pair models: "text<TAB>second text") with the classes `model` predicts for them."""
         if getattr(model, "mode", None) == "regression":
             raise ValueError("Unlabeled text teaches classifiers, not regression models.")
@@ -277,7 +278,7 @@ class ClassificationTask(FinetuneTask):
                                  "the two texts.")
             texts, pairs = [parts[0] for parts in split], [parts[1] for parts in split]
         examples = self.examples_from_texts(texts, pairs)
-        predicted = self.predict(model, self.prepare(examples, training=False), batch_size)
+        predicted = self.predict(model, self.prepare(examples, training=False), batch_size, progress)
         labels = [result["labels"] if self.spec.multi_label else result["label"] for result in predicted]
         return dataclasses.replace(examples, source=source, labels=labels)
 
