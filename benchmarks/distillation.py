@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import shlex
 import tempfile
 from pathlib import Path
 
@@ -39,7 +38,7 @@ import bert_tf
 from benchmarks import quality
 from benchmarks.harness import Contender, interleaved, usable_cores
 from benchmarks.isolated import IsolatedCalls
-from benchmarks.report import BenchmarkResult, markdown_table, run_missing
+from benchmarks.report import BenchmarkResult, markdown_table, portable_command, run_missing
 from benchmarks.settings import Settings
 from bert_tf_cli import build_parser
 from bert_tf_cli.distill import config_from_args
@@ -66,14 +65,26 @@ class Student:
     augment: int = 0  # with this many masked-LM copies of each training text (the team checkpoint's MLM head)
     tasks: tuple[str, ...] = TASKS
 
-    def flags(self, config_file: Path, settings: Settings) -> list[str]:
+    def flags(self, teacher_config: bert_tf.BertConfig, work: Path, settings: Settings) -> list[str]:
         flags = (["--student", "teacher", "--student-layers", str(self.layers), "--learning-rate", "1e-4"]
-                 if self.from_teacher else ["--student", str(config_file), "--learning-rate", "1e-3"])
+                 if self.from_teacher else ["--student", self.random_start(teacher_config, work), "--learning-rate",
+                                            "1e-3"])
         if self.layer_losses:
             flags += ["--hidden-weight", "1", "--attention-weight", "1"]
         if self.augment:
             flags += ["--augment", str(self.augment), "--augment-with", str(settings.data_file(*quality.CHECKPOINT))]
         return flags
+
+    def random_start(self, teacher_config: bert_tf.BertConfig, work: Path) -> str:
+        """`--student` of a random start: the preset of this size (the teacher's other settings, as every preset
+        has them), or with layer losses, which need the teacher's head count, a config file kept in `work`."""
+        if not self.layer_losses:
+            return f"bert_L{self.layers}_H{self.hidden}"
+        heads = teacher_config.num_attention_heads
+        config_file = work / f"student_{self.layers}_{self.hidden}_{heads}.json"
+        teacher_config.replace(num_hidden_layers=self.layers, hidden_size=self.hidden, num_attention_heads=heads,
+                               intermediate_size=4 * self.hidden).write_json(config_file)
+        return str(config_file)
 
 
 STUDENTS = (
@@ -110,8 +121,7 @@ def run(settings: Settings) -> BenchmarkResult:
                                   "students": {}}
             students = [student for student in STUDENTS if task.name in student.tasks]
             done = run_missing(work / STUDENTS_FILE, [f"{task.name}|{student.name}" for student in students],
-                               lambda key: distil(task, STUDENT_NAMED[key.split("|")[1]], teacher, settings, work,
-                                                  scratch))
+                               lambda key: distil(task, STUDENT_NAMED[key.split("|")[1]], teacher, settings, work))
             results[task.name]["students"] = {student.name: done[f"{task.name}|{student.name}"]
                                               for student in students}
             if task.name == "sst2":
@@ -119,26 +129,21 @@ def run(settings: Settings) -> BenchmarkResult:
     return BenchmarkResult(NAME, markdown(title, tasks, results, settings), {"results": results})
 
 
-def distil(task: quality.QualityTask, student: Student, teacher: Path, settings: Settings, work: Path,
-           scratch: Path) -> dict:
-    """`bert-tf distill` of `student` from `teacher` on the task's training data; its dev score and command."""
+def distil(task: quality.QualityTask, student: Student, teacher: Path, settings: Settings, work: Path) -> dict:
+    """`bert-tf distill` of `student` from `teacher` on the task's training data; its dev score and command (its
+    files in `work`, kept, so that it runs again as recorded)."""
     train, dev = quality.data_files(task, settings, work)
-    teacher_config = bert_tf.load_model_directory(teacher).encoder.config
-    heads = teacher_config.num_attention_heads if student.layer_losses else max(1, student.hidden // 64)
-    config_file = scratch / f"student_{student.layers}_{student.hidden}_{heads}.json"
-    teacher_config.replace(num_hidden_layers=student.layers, hidden_size=student.hidden, num_attention_heads=heads,
-                           intermediate_size=4 * student.hidden).write_json(config_file)
     out = work / "models" / f"{task.name}_student_{student.name.replace('/', '').replace(' ', '_')}"
     epochs = task.flags[task.flags.index("--epochs") + 1]
     flags = ["--teacher", str(teacher), "--train", str(train), "--dev", str(dev), "--out", str(out), "--overwrite",
              "--epochs", "1" if settings.quick else epochs, "--batch-size", "32", "--seed", str(quality.SEEDS[0]),
-             "--last-epoch", *student.flags(config_file, settings)]
+             "--last-epoch", *student.flags(bert_tf.load_model_directory(teacher).encoder.config, work, settings)]
     if "--max-train-examples" in task.flags or settings.quick:
         count = quality.QUICK_EXAMPLES if settings.quick else int(task.flags[task.flags.index("--max-train-examples") + 1])
         flags += ["--max-train-examples", str(count)]
     if student.unlabeled:
-        flags += ["--unlabeled", str(unlabeled_file(task, settings, scratch))]
-    command = shlex.join(["bert-tf", "distill", *flags])
+        flags += ["--unlabeled", str(unlabeled_file(task, settings, work))]
+    command = portable_command(["bert-tf", "distill", *flags])
     print(f"{task.name} {student.name}: `{command}`", flush=True)
     result = finetune(config_from_args(build_parser().parse_args(["distill", *flags])), progress=False)
     score = quality.points(task, task.metrics[0], result.metrics[task.metrics[0]])
@@ -147,10 +152,10 @@ def distil(task: quality.QualityTask, student: Student, teacher: Path, settings:
             "train_seconds": result.train_seconds}
 
 
-def unlabeled_file(task: quality.QualityTask, settings: Settings, scratch: Path) -> Path:
+def unlabeled_file(task: quality.QualityTask, settings: Settings, work: Path) -> Path:
     """Sentences the teacher has not been trained on: SST-2's training sentences past the ones the teacher saw
     (its seeded 20,000 are a random subset, so: every sentence not among them), or the shared books' lines."""
-    path = scratch / f"{task.name}_unlabeled.txt"
+    path = work / f"{task.name}_unlabeled.txt"
     if task.name == "sst2":
         rows = settings.data_file(*task.train).read_text(encoding="utf-8").splitlines()[1:]
         lines = [row.split("\t")[0].strip() for row in rows]

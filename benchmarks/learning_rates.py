@@ -24,7 +24,6 @@ import argparse
 import datetime
 import logging
 import os
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -33,7 +32,7 @@ import numpy as np
 
 import bert_tf
 from benchmarks.machine import machine_info, machine_line
-from benchmarks.report import RESULTS_MD, BenchmarkResult, markdown_table, run_missing, write_result
+from benchmarks.report import RESULTS_MD, BenchmarkResult, markdown_table, portable_command, run_missing, write_result
 from bert_tf.tasks.registry import task_from_directory
 from pipelines import finetune as finetune_module
 from pipelines.finetune import FinetuneConfig, finetune
@@ -87,7 +86,7 @@ def run_one(start: str, rate: float, args, work: Path) -> dict:
     seconds = time.perf_counter() - started
     shares, majority_label_share, dev_examples = dev_shares(result.output_dir, args.dev, args.batch_size)
     return {
-        "command": f"python -m benchmarks.learning_rates {shlex.join(args.argv)}",
+        "command": portable_command(["python", "-m", "benchmarks.learning_rates", *args.argv]),
         "preset": start,
         "learning_rate": rate,
         "dev_accuracy": result.metrics["accuracy"],

@@ -21,7 +21,6 @@ import argparse
 import datetime
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -163,7 +162,7 @@ def main(argv=None) -> int:
         print(f"Skipped: the shared corpus is not at {DATA / 'corpus'}.")
         return 0
     from benchmarks.machine import machine_info, machine_line
-    from benchmarks.report import BenchmarkResult, markdown_table, write_result
+    from benchmarks.report import BenchmarkResult, markdown_table, portable_command, write_result
     from pipelines.corpus import prepare_corpus
 
     out = Path(args.out)
@@ -193,7 +192,8 @@ def main(argv=None) -> int:
     baseline = chance(held_out)
     accuracy_gap = ours["mlm_accuracy"] - theirs["held_out"]["mlm_accuracy"]
 
-    suite_command = "python -m benchmarks.pretraining_learning " + shlex.join(argv if argv is not None else sys.argv[1:])
+    suite_command = portable_command(["python", "-m", "benchmarks.pretraining_learning",
+                                      *(argv if argv is not None else sys.argv[1:])])
     rows = [["masked-LM accuracy", f"{ours['mlm_accuracy']:.4f}", f"{theirs['held_out']['mlm_accuracy']:.4f}",
              f"{accuracy_gap:+.4f}", f"{baseline['mlm_chance']:.4f} (most frequent masked token)"],
             ["next-sentence accuracy", f"{ours['nsp_accuracy']:.4f}", f"{theirs['held_out']['nsp_accuracy']:.4f}",

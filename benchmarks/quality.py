@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.report import BenchmarkResult, markdown_table
+from benchmarks.report import BenchmarkResult, markdown_table, portable_command
 from benchmarks.settings import Settings
 
 NAME = "quality"
@@ -84,7 +84,7 @@ def bert_tf_model(task: QualityTask, settings: Settings, work: Path) -> tuple[Pa
     metadata_file = model_dir / "bert_tf.json"
     reused = metadata_file.is_file() and _same_config(json.loads(metadata_file.read_text())["training"]["config"],
                                                       config)
-    command = shlex.join(["bert-tf", "finetune", *flags])
+    command = finetune_command(flags)
     print(f"{task.name}: {'reusing the model of' if reused else 'running'} `{command}`", flush=True)
     if not reused:
         finetune(config, progress=False)
@@ -149,6 +149,11 @@ def finetune_flags(task: QualityTask, contender: str, seed: int, settings: Setti
     return flags
 
 
+def finetune_command(flags: list[str]) -> str:
+    """The `bert-tf finetune` command of `flags`, as RESULTS.md records it (`portable_command`)."""
+    return portable_command(["bert-tf", "finetune", *flags])
+
+
 def run_bert_tf(flags: list[str], log: Path) -> dict:
     """`bert-tf finetune` as a command; its dev scores and training record from the model directory it wrote."""
     command = [str(Path(sys.executable).with_name("bert-tf")), "finetune", *flags]
@@ -189,7 +194,7 @@ def run_one(task: QualityTask, contender: str, seed: int, settings: Settings, wo
     log = work / "logs" / f"{task.name}_{contender}_{seed}.log"
     started = time.perf_counter()
     result = (run_transformers if contender == "transformers" else run_bert_tf)(flags, log)
-    command = shlex.join(["bert-tf", "finetune", *flags])
+    command = finetune_command(flags)
     if contender == "transformers":
         command = f"python -m benchmarks.torch_reference with the FinetuneConfig of `{command}`"
     return {**result, "flags": flags, "command": command, "wall_seconds": round(time.perf_counter() - started, 1)}
@@ -289,7 +294,7 @@ def markdown(title: str, tasks, results: dict, summaries: dict, settings: Settin
         detail.append([task.title, seed, contender, scores, agreement,
                        " / ".join(f"{loss:.3f}" for loss in result["epoch_losses"]),
                        f"{result['train_steps']}", f"{result['train_seconds']:.0f}", f"{result['wall_seconds']:.0f}"])
-    commands = "\n".join(f"- {key}: {result['command']}" for key, result in sorted(results.items())
+    commands = "\n".join(f"- {key}: {finetune_command(result['flags'])}" for key, result in sorted(results.items())
                          if key.endswith("/1") and not key.split("/")[1] == "transformers")
     quick = "\n\n**Quick mode: one seed, a few dozen examples: the code runs, the figures mean nothing.**" \
         if settings.quick else ""

@@ -4,11 +4,12 @@ RESULTS.md is shared with other scripts that append their own sections. This mod
 touches the text between its own markers (`<!-- benchmarks.run:NAME start -->` ...
 `<!-- benchmarks.run:NAME end -->`): a section is replaced in place when it exists and
 appended otherwise; everything else in the file is kept as it is. Files are written to a
-temporary name and renamed, so an interrupted run never leaves half a file.
+temporary name and renamed, so an interrupted run never leaves half a file. Commands are recorded as a reader
+runs them from the checkout (`portable_command`).
 
 Example:
     >>> result = BenchmarkResult("demo", "## Demo", {"answer": 42})
-    >>> replace_section("# Results\\n", result.name, result.markdown).splitlines()[2]
+    >>> replace_section("# Results\\n", result.name, result.markdown).splitlines()[3]
     '## Demo'
 """
 
@@ -17,14 +18,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shlex
 import tempfile
 from pathlib import Path
 
+from benchmarks.settings import DATA_DIR
 from bert_tf.file_modes import file_creation_mask
 
 BENCHMARKS_DIR = Path(__file__).resolve().parent
 RESULTS_MD = BENCHMARKS_DIR / "RESULTS.md"
 RESULTS_JSON_DIR = BENCHMARKS_DIR / "results"
+SHARED_DATA = "../shared/data"  # the team data folder, where a checkout finds it (README: set-up)
+WORK = '"$WORK"'  # what the recorded commands write goes under a folder the reader chooses
 
 
 @dataclasses.dataclass
@@ -69,6 +74,26 @@ def write_result(result: BenchmarkResult, results_md: Path = RESULTS_MD, json_di
     existing = results_md.read_text(encoding="utf-8") if results_md.exists() else "# Benchmark results\n"
     _write_atomically(results_md, replace_section(existing, result.name, result.markdown))
     _write_atomically(json_dir / f"{result.name}.json", json.dumps(result.data, indent=2, default=str) + "\n")
+
+
+def portable_command(words: list[str], data_dir: Path = DATA_DIR) -> str:
+    """`words` as a shell command a reader runs from the checkout, on any machine: a path in the team data folder
+    `data_dir` becomes `../shared/data/...`, one in the temporary folder `"$WORK"/...` (a folder of the reader's).
+
+    Example:
+        >>> temporary = Path(tempfile.gettempdir())
+        >>> portable_command(["bert-tf", "finetune", "--train", str(DATA_DIR / "sst2" / "train.tsv"),
+        ...                   "--out", str(temporary / "quality" / "sst2_model")])
+        'bert-tf finetune --train ../shared/data/sst2/train.tsv --out "$WORK"/quality/sst2_model'
+    """
+    def portable(word: str) -> str:
+        path = Path(word)
+        for root, name in ((Path(data_dir), SHARED_DATA), (Path(tempfile.gettempdir()), WORK)):
+            if path.is_absolute() and path.is_relative_to(root) and path != root:
+                return f"{name}/{shlex.quote(str(path.relative_to(root)))}"
+        return shlex.quote(word)
+
+    return " ".join(portable(word) for word in words)
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:

@@ -32,7 +32,6 @@ import argparse
 import datetime
 import importlib
 import os
-import shlex
 import subprocess
 import sys
 import time
@@ -131,11 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
     if args.suite_command:  # a part of a suite run: its own command, without the suite's
         arguments = arguments[:arguments.index("--suite-command")]
-    command = " ".join(["python -m benchmarks.run", *map(shlex.quote, arguments)])
     # Imported after parsing, so that --help answers without loading TensorFlow.
-    from benchmarks.report import BENCHMARKS_DIR, write_result
+    from benchmarks.report import BENCHMARKS_DIR, portable_command, write_result
     from benchmarks.settings import Settings
     from benchmarks.summary import summarize
+
+    command = portable_command(["python", "-m", "benchmarks.run", *arguments])
 
     settings = Settings(quick=args.quick, command=command)
     if args.data_dir:

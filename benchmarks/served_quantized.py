@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import multiprocessing
-import shlex
 import tempfile
 import time
 from pathlib import Path
@@ -26,7 +25,7 @@ import numpy as np
 
 from benchmarks.data import sst2
 from benchmarks.harness import usable_cores
-from benchmarks.report import BenchmarkResult, markdown_table
+from benchmarks.report import BenchmarkResult, markdown_table, portable_command
 from benchmarks.settings import Settings
 
 NAME = "served_quantized"
@@ -92,7 +91,7 @@ def _classifier(settings: Settings, scratch: Path) -> tuple[Path, str]:
     if not (metadata_file.is_file() and
             json.loads(metadata_file.read_text())["training"]["config"] == dataclasses.asdict(config)):
         finetune(config, progress=False)
-    return out, (f"BERT-{preset} fine-tuned on SST-2 from random weights (`{shlex.join(['bert-tf', 'finetune', *flags])}`, "
+    return out, (f"BERT-{preset} fine-tuned on SST-2 from random weights (`{portable_command(['bert-tf', 'finetune', *flags])}`, "
                  f"seq_length 64)")
 
 

@@ -52,7 +52,6 @@ import json
 import multiprocessing
 import os
 import queue
-import shlex
 import sys
 import tempfile
 import threading
@@ -617,8 +616,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--preset builds the model it serves: give it or --model_base_path, not both.")
     args.same_label = args.same_label or (bool(args.preset) and args.quantize != "none")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    command = " ".join(["python -m benchmarks.serving_load", *map(shlex.quote, sys.argv[1:] if argv is None else argv)])
     from benchmarks.machine import machine_info
+    from benchmarks.report import portable_command
+
+    command = portable_command(["python", "-m", "benchmarks.serving_load", *(sys.argv[1:] if argv is None else argv)])
 
     info = machine_info()
     started, began = datetime.datetime.now(datetime.timezone.utc), time.perf_counter()

@@ -23,7 +23,6 @@ import argparse
 import datetime
 import json
 import os
-import shlex
 import sys
 import tempfile
 import time
@@ -170,10 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smoke mode: 300 training examples, 2 rounds")
     parser.add_argument("--no-write", action="store_true", help="print only, do not touch RESULTS.md")
     args = parser.parse_args(argv)
-    command = " ".join(["python -m benchmarks.tflite_results", *map(shlex.quote, sys.argv[1:] if argv is None else argv)])
     from benchmarks.machine import machine_info, machine_line
-    from benchmarks.report import write_result
+    from benchmarks.report import portable_command, write_result
     from benchmarks.settings import Settings
+
+    command = portable_command(["python", "-m", "benchmarks.tflite_results", *(sys.argv[1:] if argv is None else argv)])
 
     settings = Settings(quick=args.quick, command=command)
     settings.rounds = args.rounds or settings.rounds

@@ -66,13 +66,35 @@ def read_hf_task_model(path: str | Path):
         return None
     contents, head_tensors = read_hf_directory_and_head(directory, model_task.hf_head_name)
     encoder = BertModel(contents.config)
-    model = model_task.model_from_hf(encoder, settings)
+    try:
+        model = model_task.model_from_hf(encoder, settings)
+    except ValueError as error:
+        raise ValueError(f"{directory / 'config.json'}: {error}") from None
     assign_weights(_encoder_weights(encoder, model_task), contents, what=model_task.model_class.__name__)
     head = model_task.hf_head(model)
-    head.kernel.assign(head_tensors[f"{model_task.hf_head_name}.weight"].T)
-    head.bias.assign(head_tensors[f"{model_task.hf_head_name}.bias"])
+    kernel, bias = _head_tensors(head_tensors, model_task, head, model, directory)
+    head.kernel.assign(kernel.T)
+    head.bias.assign(bias)
     encoder.vocab_file, encoder.lower_case = contents.vocab_file, contents.lower_case
     return model
+
+
+def _head_tensors(tensors: dict, model_task, head, model, directory: Path) -> tuple[np.ndarray, np.ndarray]:
+    """The head's weight ([out, in], as transformers stores it) and bias, checked against the head that config.json
+    describes; what disagrees is one line naming it."""
+    name = model_task.hf_head_name
+    missing = [f"{name}.{leaf}" for leaf in ("weight", "bias") if f"{name}.{leaf}" not in tensors]
+    if missing:
+        raise ValueError(f"{directory} has no {' or '.join(missing)}: not a complete {model_task.hf_architecture}.")
+    weight, bias = tensors[f"{name}.weight"], tensors[f"{name}.bias"]
+    rows, columns = head.kernel.shape[1], head.kernel.shape[0]
+    described = (f"id2label has {rows} labels" if getattr(model, "label_names", None)
+                 else f"config.json describes {rows} outputs")
+    if weight.shape[0] != rows or bias.shape != (rows,):
+        raise ValueError(f"{directory / 'config.json'}: {described}, the {name} {weight.shape[0]} rows.")
+    if weight.shape[1] != columns:
+        raise ValueError(f"{directory}: the {name} takes {weight.shape[1]} inputs, the encoder gives {columns}.")
+    return weight, bias
 
 
 def hf_task_spec(path: str | Path) -> TaskSpec | None:

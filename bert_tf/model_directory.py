@@ -2,7 +2,8 @@
 `load_model_directory` loads it (a `ModelDirectory`), and `bert_tf.read_checkpoint` reads its encoder.
 
 A model directory holds:
-- `model.keras`: the Keras model (encoder, pretrainer or task model), loaded in safe mode;
+- `model.keras`: the Keras model (encoder, pretrainer or task model), loaded in safe mode; its weights only, not
+  the optimizer's state or the compile settings of a model trained with `fit` (compile it to train it again);
 - `vocab.txt`: its vocabulary;
 - `bert_tf.json`: `format_version` (2), `lower_case`, `task` (a `bert_tf.TaskSpec`: the task, its
   labels, seq_length and every setting that shapes text → features → outputs), and whatever else
@@ -68,7 +69,7 @@ def resolve_model_directory(path: str | Path) -> Path:
             f"{run}/model at its end. Run `bert-tf pretrain --out {run} ...` again to resume and finish it.")
     if not path.exists():
         raise FileNotFoundError(f"Model directory not found: {path}")
-    version = _exported_version(path)
+    version = exported_version(path)
     if version is not None:
         raise FileNotFoundError(
             f"{path} is an export for serving (version {version.name} of {version.parent}), not a model directory: "
@@ -78,7 +79,7 @@ def resolve_model_directory(path: str | Path) -> Path:
                             "bert_tf.save_pretrained or `bert-tf finetune`, or convert a checkpoint with `bert-tf convert`.")
 
 
-def _exported_version(path: Path) -> Path | None:
+def exported_version(path: Path) -> Path | None:
     """The serving version `path` is or holds (`bert-tf export`'s N/ with a SavedModel or model.tflite), if any."""
     def is_version(folder: Path) -> bool:
         return folder.name.isdigit() and any((folder / name).is_file() for name in ("saved_model.pb", "model.tflite"))
@@ -252,7 +253,7 @@ def save_pretrained(model, out_dir: str | Path, vocab_file=None, lower_case: boo
         # mkdtemp makes the directory private (0700); give it the permissions of a plain mkdir, so that
         # a server running as another user (TF Serving in Docker) can read the model.
         readable_as_umask_allows(staging)
-        model.save(staging / MODEL_FILE)
+        _without_training_state(model).save(staging / MODEL_FILE)
         if vocab_file is not None:
             shutil.copyfile(vocab_file, staging / "vocab.txt")
         (staging / METADATA_FILE).write_text(json.dumps(contents, indent=2) + "\n")
@@ -265,6 +266,24 @@ def save_pretrained(model, out_dir: str | Path, vocab_file=None, lower_case: boo
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return out
+
+
+def _without_training_state(model):
+    """`model`, or if it was compiled, a copy of it without what training added (the optimizer and its state: AdamW's
+    two moments per weight, three times the weights on disk; the losses and metrics). Nothing that reads a model
+    directory uses them; pre-training resumes from its own checkpoints (`bert_tf.training`)."""
+    import keras
+
+    from bert_tf.layers.initializer import weights_loaded_next
+
+    if getattr(model, "optimizer", None) is None:
+        return model
+    config = keras.saving.serialize_keras_object(model)
+    config.pop("compile_config", None)
+    with weights_loaded_next():
+        copy = keras.saving.deserialize_keras_object(config)
+    copy.set_weights(model.get_weights())
+    return copy
 
 
 def is_bert_tf_checkpoint(path: Path) -> bool:

@@ -7,7 +7,10 @@ that code runs and write back the lines that are not noise.
 
 `quiet_tensorflow_start_up()` drops TensorFlow's start-up lines (absl's "WARNING: All log messages
 before absl::InitializeLog()", the oneDNN and CUDA-driver notices, the "failed call to cuInit ...
-(303)" of a machine without a GPU) when TensorFlow is first imported; errors still show. `import
+(303)" of a machine without a GPU) when TensorFlow is first imported; errors still show. The cuInit
+line comes when TensorFlow first looks for GPUs, at its first op, in the user's code: so the import
+looks for them, filtered, and TensorFlow keeps what it found (a GPU machine finds its GPUs, silently,
+and logs as before when it uses them). `import
 bert_tf` calls it, and so does `import serving` (which loads this file on its own: `import
 bert_tf.native_stderr` would first run bert_tf/__init__, which imports TensorFlow). Only the
 standard library here.
@@ -94,3 +97,4 @@ class _StartUpLinesDropped:
     def exec_module(self, module) -> None:
         with native_lines_dropped(TENSORFLOW_START_UP_LINE):
             self.loader.exec_module(module)
+            module.config.list_physical_devices("GPU")  # TensorFlow's search for GPUs, which says cuInit failed

@@ -4,8 +4,10 @@ Keras' and tqdm's bars redraw one line with carriage returns and colour codes; w
 or a pipe they are one unreadable line, and with Python's block buffering they may arrive only when
 the run ends. Where the output is not a terminal, `TextProgress` (training steps) and `progress_bar`
 (tqdm's arguments; counting, embedding, predicting) print a flushed line at most every
-`INTERVAL_SECONDS` and one at the end: the share done, the rate and the time left. In a terminal
-(or a notebook) the callers keep Keras' and tqdm's bars.
+`INTERVAL_SECONDS` and one at the end: the share done, the rate and the time left. A training run's first
+step builds the model's graph (seconds to minutes): its rate counts from that step's end, and a line
+printed before any other step has run says how long the first took. In a terminal (or a notebook) the
+callers keep Keras' and tqdm's bars.
 
 Example:
     >>> import io
@@ -22,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 
@@ -31,6 +34,13 @@ import tqdm.std
 
 INTERVAL_SECONDS = 30.0
 LINE_FORMAT = "{desc}: {percentage:.0f}% ({n_fmt}/{total_fmt} {unit}), {rate_fmt}, {remaining} left{postfix}"
+
+
+def announce(message: str, progress: bool, logger: logging.Logger) -> None:
+    """Logs `message` and, where the run shows its progress, prints it (above a bar, between lines)."""
+    logger.info(message)
+    if progress:
+        print(message, flush=True)
 
 
 def is_terminal(stream=None) -> bool:
@@ -53,21 +63,28 @@ class TextProgress:
         self.total_steps, self.examples_per_step = total_steps, examples_per_step
         self.stream = stream
         self.interval = INTERVAL_SECONDS if interval_seconds is None else interval_seconds
-        self.first_step = first_step  # a resumed run counts its speed from here
+        self.first_step = first_step  # a resumed run starts here
         self.started = self.last_printed = time.monotonic()
+        self.timed_from: tuple[int, float] | None = None  # (step, time) of the first update: the graph is built
 
     def update(self, step: int, metrics: dict | None = None) -> None:
         """Prints a line if the interval has passed since the last one, or at the last step."""
         now = time.monotonic()
+        if self.timed_from is None:
+            self.timed_from = step, now
         if now - self.last_printed < self.interval and step < self.total_steps:
             return
         self.last_printed = now
-        done = step - self.first_step
-        rate = done / max(now - self.started, 1e-9)  # steps/s
-        parts = [f"step {step}/{self.total_steps} ({100 * step / self.total_steps:.0f}%)",
-                 f"{rate * self.examples_per_step:.1f} examples/s"]
+        done, seconds = step - self.timed_from[0], now - self.timed_from[1]
+        rate = done / max(seconds, 1e-9)  # steps/s, the graph's build left out
+        parts = [f"step {step}/{self.total_steps} ({100 * step / self.total_steps:.0f}%)"]
+        parts += [f"{rate * self.examples_per_step:.1f} examples/s"] if done > 0 else []
         parts += [f"{name} {value:.4g}" for name, value in (metrics or {}).items()]
-        if step < self.total_steps and done > 0:
+        if done == 0:
+            first = step - self.first_step
+            parts.append(f"the first step{'s' * (first > 1)} took {_duration(now - self.started)} (building the "
+                         "model's graph)")
+        elif step < self.total_steps:
             parts.append(f"{_duration((self.total_steps - step) / rate)} left")
         print(", ".join(parts), file=self.stream or sys.stdout, flush=True)
 

@@ -1,7 +1,7 @@
 """`bert-tf distill`: a smaller student learns a fine-tuned teacher's task from its soft targets and the labels."""
 
 from bert_tf_cli.config_defaults import dataclass_defaults
-from bert_tf_cli.finetune import add_training_arguments, print_result
+from bert_tf_cli.finetune import add_training_arguments, finetune_config, flags_of, preset_names, print_result
 
 # CLI flag (argparse dest) → FinetuneConfig field, passed only when given (FinetuneConfig's defaults apply).
 _OPTIONAL_FIELDS = {
@@ -12,6 +12,8 @@ _OPTIONAL_FIELDS = {
     "hidden_weight": "hidden_weight", "attention_weight": "attention_weight", "layer_map": "layer_map",
     "augment": "augment_copies", "augment_with": "augment_with",
 }
+# The FinetuneConfig fields of the flags that are always passed, as its errors name them.
+_FIELD_FLAGS = {"train_file": "--train", "output_dir": "--out", "init": "--student", "unlabeled_files": "--unlabeled"}
 
 
 def register(commands) -> None:
@@ -27,7 +29,7 @@ def register(commands) -> None:
     parser.add_argument("--train", required=True, help="training file, in the teacher's task's format")
     parser.add_argument("--dev", help="dev file, scored after every epoch")
     parser.add_argument("--student", required=True,
-                        help="checkpoint, preset name (e.g. tiny, mini), bert_config.json, or `teacher`")
+                        help=f"checkpoint, preset name ({preset_names()}), bert_config.json, or `teacher`")
     parser.add_argument("--student-layers", type=int, metavar="N", help="with --student teacher: how many layers")
     parser.add_argument("--out", required=True, help="output model directory (the student)")
     parser.add_argument("--overwrite", action="store_true", help="replace a non-empty output directory")
@@ -66,10 +68,11 @@ def _layer_map(text: str) -> tuple[int, ...]:
 
 def config_from_args(args):
     from bert_tf.model_directory import read_task
-    from pipelines.finetune_config import FinetuneConfig
+    from pipelines.finetune import teacher_directory
 
-    return FinetuneConfig(
-        task=read_task(args.teacher), train_file=args.train, output_dir=args.out, init=args.student,
+    return finetune_config(
+        {**_FIELD_FLAGS, **flags_of(_OPTIONAL_FIELDS)},
+        task=read_task(teacher_directory(args.teacher)), train_file=args.train, output_dir=args.out, init=args.student,
         teacher=args.teacher, unlabeled_files=tuple(args.unlabeled), select_best=not args.last_epoch, bucketing=not args.no_bucketing,
         overwrite=args.overwrite,
         **{field: getattr(args, flag) for flag, field in _OPTIONAL_FIELDS.items() if getattr(args, flag) is not None},
@@ -78,6 +81,11 @@ def config_from_args(args):
 
 def run(args) -> None:
     from pipelines.finetune import finetune
+    from pipelines.student_comparison import compare_with_teacher, comparison_table
 
     config = config_from_args(args)
-    print_result(config, finetune(config))
+    result = finetune(config)
+    print_result(config, result)
+    scored = f"scored on {config.dev_file}" if config.dev_file else "no --dev to score them on"
+    print(f"\nThe student beside its teacher ({scored}; speed over a few batches):", flush=True)
+    print(comparison_table(*compare_with_teacher(config, result.metrics), config.primary_metric()))

@@ -3,6 +3,8 @@ data."""
 
 import argparse
 
+import re
+
 from bert_tf_cli.config_defaults import dataclass_defaults
 
 # pipelines.finetune_config.TASKS, which imports TensorFlow (tests/test_cli_startup.py checks they agree).
@@ -23,6 +25,9 @@ _OPTIONAL_FIELDS = {
     "pooling": "pooling", "loss": "embedding_loss", "scale": "similarity_scale",
     "matryoshka_dims": "matryoshka_dims", "score_range": "score_range",
 }
+# The FinetuneConfig fields of the flags that are always passed, as its errors name them.
+_FIELD_FLAGS = {"train_file": "--train", "output_dir": "--out", "init": "--init", "multi_label": "--multi-label",
+                "class_weights": "--class-weights", "focal_loss": "--focal-loss"}
 
 
 def register(commands) -> None:
@@ -36,7 +41,8 @@ def register(commands) -> None:
     parser.add_argument("--task", choices=TASKS, required=True)
     parser.add_argument("--train", required=True, help="training file")
     parser.add_argument("--dev", help="dev file, scored after every epoch")
-    parser.add_argument("--init", required=True, help="checkpoint, preset name or bert_config.json")
+    parser.add_argument("--init", required=True,
+                        help=f"checkpoint, preset name ({preset_names()}) or bert_config.json")
     parser.add_argument("--vocab", help="vocab.txt (required for a random start; default: the checkpoint's)")
     parser.add_argument("--out", required=True, help="output model directory")
     parser.add_argument("--overwrite", action="store_true", help="replace a non-empty output directory")
@@ -81,6 +87,20 @@ def register(commands) -> None:
     parser.set_defaults(run=run)
 
 
+def preset_names() -> str:
+    """The presets a random start names, for a help text (read from bert_tf/config.py: the help imports no TensorFlow).
+
+    Example:
+        >>> preset_names()[:22]
+        'tiny, mini, small, med'
+    """
+    constants = dataclass_defaults("bert_tf/config.py", "BertConfig")
+    layers, hidden = constants["_SMALL_BERT_LAYERS"], constants["_SMALL_BERT_HIDDEN"]
+    return (f"{', '.join(constants['PRESET_ALIASES'])}, or bert_L<layers>_H<hidden> of layers "
+            f"{', '.join(map(str, layers))} and hidden {', '.join(map(str, hidden))}: bert_L{layers[0]}_H{hidden[0]} … "
+            f"bert_L{layers[-1]}_H{hidden[-1]}, and bert_L24_H1024")
+
+
 def _names(text: str) -> tuple[str, ...]:
     return tuple(name.strip() for name in text.split(","))
 
@@ -97,8 +117,10 @@ def add_training_arguments(parser, default: dict) -> None:
     parser.add_argument("--epochs", type=int, help=f"(default: {default['epochs']})")
     parser.add_argument("--batch-size", type=int, help=f"(default: {default['batch_size']})")
     parser.add_argument("--learning-rate", type=float,
-                        help=f"peak learning rate (default: {default['BASE_LEARNING_RATE']:g} for BERT-base and larger, "
-                             f"{default['SMALL_MODEL_LEARNING_RATE']:g} for smaller models)")
+                        help=f"peak learning rate (default: {default['BASE_LEARNING_RATE']:g} for BERT-base and larger; "
+                             f"smaller models {default['SMALL_MODEL_LEARNING_RATE']:g} from trained weights, from random "
+                             f"ones {default['RANDOM_START_LEARNING_RATE']:g} (hidden size 256 up) or "
+                             f"{default['NARROW_RANDOM_START_LEARNING_RATE']:g})")
     parser.add_argument("--warmup-proportion", type=float,
                         help=f"share of the steps spent warming up (default: {default['warmup_proportion']})")
     parser.add_argument("--weight-decay", type=float,
@@ -113,9 +135,8 @@ def add_training_arguments(parser, default: dict) -> None:
 
 
 def config_from_args(args):
-    from pipelines.finetune_config import FinetuneConfig
-
-    return FinetuneConfig(
+    return finetune_config(
+        {**_FIELD_FLAGS, **flags_of(_OPTIONAL_FIELDS)},
         task=args.task,
         train_file=args.train,
         output_dir=args.out,
@@ -131,6 +152,34 @@ def config_from_args(args):
         symmetric=args.symmetric,
         **{field: getattr(args, flag) for flag, field in _OPTIONAL_FIELDS.items() if getattr(args, flag) is not None},
     )
+
+
+def flags_of(optional_fields: dict[str, str]) -> dict[str, str]:
+    """{FinetuneConfig field: its flag} of a command's {argparse dest: field}."""
+    return {field: "--" + dest.replace("_", "-") for dest, field in optional_fields.items()}
+
+
+def finetune_config(flags: dict[str, str], **settings):
+    """`FinetuneConfig(**settings)`; its errors name the command's flags (`flags`: {field: flag}), not its fields:
+    "student_layers goes with init='teacher'" is "--student-layers goes with --student teacher".
+
+    Example:
+        >>> finetune_config({"init": "--student", "temperature": "--temperature"}, task="classify", train_file="t",
+        ...                 output_dir="o", init="tiny", teacher="t", temperature=0.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: --temperature must be > 0, got 0.0.
+    """
+    from pipelines.finetune_config import FinetuneConfig
+
+    try:
+        return FinetuneConfig(**settings)
+    except ValueError as error:
+        message = str(error).removeprefix("FinetuneConfig: ")
+        for field, flag in flags.items():
+            message = re.sub(rf"\b{field}='([^']*)'", rf"{flag} \1", message)
+            message = re.sub(rf"\b{field}\b", flag, message)
+        raise ValueError(message) from None
 
 
 def run(args) -> None:

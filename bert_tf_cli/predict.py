@@ -9,14 +9,16 @@ Texts come from the command line, printed as a table (or `--json`), or from a fi
     {"question": "Who wrote it?", "context": "Mary did."}   SQuAD
     a gripping film<TAB>it was good                          text<TAB>text_b, or question<TAB>context
 
-Each output line is the task's result: classification {"label", "probability", "probabilities"}
-(multi-label: {"labels", "probabilities"}), NER {"entities": [{"type", "text", "start", "end",
-"score"}], "words", "tags"}, SQuAD {"text", "start", "end", "score", "probability"}.
+Each output line (and each object `--json` prints) is the example, its `id` where it has one and
+its input fields, as Hugging Face's pipelines echo their inputs, then the task's result:
+classification {"label", "probability", "probabilities"} (multi-label: {"labels", "probabilities"}),
+NER {"entities": [{"type", "text", "start", "end", "score"}], "words", "tags"}, SQuAD {"text",
+"start", "end", "score", "probability"}.
 
 Example:
     $ bert-tf predict --model sst2_model --input reviews.jsonl --output predictions.jsonl
     $ echo "a gripping, funny film" | bert-tf predict --model sst2_model --input -
-    {"label": "1", "probability": 0.93, "probabilities": {"0": 0.07, "1": 0.93}}
+    {"text": "a gripping, funny film", "label": "1", "probability": 0.93, "probabilities": {"0": 0.07, "1": 0.93}}
 
 Prediction returns plain Python results (`pipelines.prediction.Predictor`, or
 `serving.client.server_prediction.ServerPredictor` for `--server`: the same methods).
@@ -33,6 +35,7 @@ from typing import IO, Iterable, Iterator
 # tab-separated).
 ID = "id"  # an input line's own identifier, echoed with its result
 INPUT_FORMATS = ("auto", "jsonl", "text")
+FIELD_FLAGS = {"text": "texts", "text_b": "--pair", "question": "--question", "context": "--context"}  # on the command line
 
 
 def register(commands) -> None:
@@ -44,7 +47,8 @@ def register(commands) -> None:
                     "--context (repeat both for several questions). --input FILE (or - for stdin) reads one "
                     "example per line instead, as JSON ({\"text\", \"text_b\"}, {\"text\"} or {\"question\", "
                     "\"context\"}) or as text (a tab before the second text or the context), and writes one JSON "
-                    "object per example to --output, in order; blank lines are skipped.")
+                    "object per example to --output, in order, led by the example (its id and texts); blank lines "
+                    "are skipped.")
     parser.add_argument("texts", nargs="*", help="texts to classify or tag")
     parser.add_argument("--model", required=True,
                         help="model directory written by `bert-tf finetune`; with --server, the served model's name")
@@ -74,25 +78,24 @@ def make_predictor(args):
     return Predictor(args.model, batch_size=args.batch_size)
 
 
-def predict_with(predictor, args) -> tuple[str, list]:
-    """(task name, results) of a `Predictor` (or a `ServerPredictor`) for the texts or questions in `args`."""
-    check_utf8([*(args.texts or []), *(args.pair or []), *(args.question or []), *(args.context or [])])
-    return predictor.task_name, predictor.predict(command_line_inputs(args))
+def examples_from_args(task_name: str, args) -> list[dict]:
+    """The examples of the command line's texts or questions (the task's fields, as `read_examples` reads a line)."""
+    from bert_tf.tasks.registry import task_named
 
-
-def command_line_inputs(args) -> list[dict]:
-    """The examples the command line gives, as input fields: `text` (and `text_b`, --pair) or `question` and
-    `context`; each task's model says which it reads."""
-    if args.question or args.context:
-        if args.texts or args.pair or len(args.question or []) != len(args.context or []):
-            raise ValueError("Give each --question its --context (and no positional texts).")
-        return [{"question": question, "context": context} for question, context in zip(args.question, args.context)]
-    if not args.texts:
-        raise ValueError("Give one or more texts to predict, or --input FILE.")
-    if args.pair and len(args.pair) != len(args.texts):
-        raise ValueError(f"Got {len(args.texts)} texts but {len(args.pair)} --pair texts: give one per text.")
-    return [{"text": text, **({"text_b": args.pair[index]} if args.pair else {})}
-            for index, text in enumerate(args.texts)]
+    given = {"text": args.texts or [], "text_b": args.pair or [], "question": args.question or [],
+             "context": args.context or []}
+    check_utf8([text for texts in given.values() for text in texts])
+    required, optional = task_named(task_name).input_fields
+    reads = " and ".join(FIELD_FLAGS[field] for field in required)
+    unknown = [FIELD_FLAGS[field] for field, texts in given.items() if texts and field not in required + optional]
+    if unknown:
+        raise ValueError(f"This {task_name} model reads {reads}; it takes no {' or '.join(unknown)}.")
+    if not all(given[field] for field in required):
+        raise ValueError(f"Give {reads} to predict, or --input FILE.")
+    fields = [field for field in required + optional if given[field]]
+    if len({len(given[field]) for field in fields}) > 1:
+        raise ValueError(f"Give as many of each: got {', '.join(f'{len(given[f])} {FIELD_FLAGS[f]}' for f in fields)}.")
+    return [dict(zip(fields, texts)) for texts in zip(*(given[field] for field in fields))]
 
 
 def check_utf8(texts: list[str]) -> None:
@@ -170,9 +173,19 @@ def _names(fields) -> str:
 
 
 def predict_batch(predictor, examples: list[dict]) -> list[dict]:
-    """One JSON-ready result per example of `read_examples`, led by the example's `id` where it has one."""
+    """One JSON-ready result per example of `read_examples`, led by the example (`echoed`)."""
     results = predictor.predict([{name: value for name, value in example.items() if name != ID} for example in examples])
-    return [{ID: example[ID], **result} if ID in example else result for example, result in zip(examples, results)]
+    return [echoed(example, result) for example, result in zip(examples, results)]
+
+
+def echoed(example: dict, result: dict) -> dict:
+    """`result` led by its example: its `id` where it has one, then its input fields.
+
+    Example:
+        >>> echoed({"text": "a film", "id": 7}, {"label": "1"})
+        {'id': 7, 'text': 'a film', 'label': '1'}
+    """
+    return {ID: example[ID], **example, **result} if ID in example else {**example, **result}
 
 
 def predict_lines(predictor, lines: Iterable[str], name: str, output: IO[str], batch_size: int = 32,
@@ -181,7 +194,7 @@ def predict_lines(predictor, lines: Iterable[str], name: str, output: IO[str], b
 
     Returns the number of examples. Example:
         >>> predict_lines(Predictor("sst2_model"), ["a gripping film"], "-", sys.stdout)  # doctest: +SKIP
-        {"label": "1", "probability": 0.93, "probabilities": {"0": 0.07, "1": 0.93}}
+        {"text": "a gripping film", "label": "1", "probability": 0.93, "probabilities": {"0": 0.07, "1": 0.93}}
         1
     """
     count = 0
@@ -203,18 +216,14 @@ def _write(results: list, output: IO[str]) -> int:
     return len(results)
 
 
-def print_results(task: str, args, results: list) -> None:
-    """The results of the command line's examples, as JSON or as the task prints them (`prediction_lines`)."""
+def print_results(task: str, args, examples: list[dict], results: list[dict]) -> None:
+    """The results of `examples` (`predict_batch`'s), as JSON or as the task prints them (`prediction_lines`)."""
     from bert_tf.tasks.registry import task_named
 
     if args.json:
         print(json.dumps(results, indent=2, ensure_ascii=False))
         return
-    if args.question:
-        inputs = [{"question": question, "context": context} for question, context in zip(args.question, args.context)]
-    else:
-        inputs = [{"text": text} for text in args.texts]
-    for line in task_named(task).prediction_lines(inputs, results):
+    for line in task_named(task).prediction_lines(examples, results):
         print(line)
 
 
@@ -223,8 +232,8 @@ def run(args) -> None:
         if args.output:
             raise ValueError("--output goes with --input (a file of examples, or - for stdin).")
         predictor = make_predictor(args)
-        task, results = predict_with(predictor, args)
-        print_results(task, args, results)
+        examples = examples_from_args(predictor.task_name, args)
+        print_results(predictor.task_name, args, examples, predict_batch(predictor, examples))
         return
     if args.texts or args.pair or args.question or args.context or args.json:
         raise ValueError("--input reads the examples (and writes JSON lines): give no texts, --pair, --question, "

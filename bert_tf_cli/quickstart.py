@@ -32,10 +32,10 @@ class QuickstartConfig:
     corpus: tuple[str, ...] = (str(DEMO_DATA / "corpus.txt"),)  # BERT text format: a sentence per line
     train: str = str(DEMO_DATA / "messages_train.tsv")  # columns text, label
     dev: str = str(DEMO_DATA / "messages_dev.tsv")
-    vocab_size: int = 700  # aimed at: about what the demo corpus holds (asking more only warns that it has fewer)
+    vocab_size: int = 512  # the word pieces the demo texts hold at least twice (asking more warns that they hold fewer)
     seq_length: int = 64
     pretrain_steps: int = 1000
-    pretrain_seconds: float = 120.0  # stops pre-training early on slow machines
+    pretrain_seconds: float = 120.0  # stops pre-training early on slow machines (the summary says so)
     finetune_epochs: int = 10
     finetune_learning_rate: float = 2e-4
     examples: tuple[str, ...] = (
@@ -99,7 +99,11 @@ def pretrain(config: QuickstartConfig, out: Path, state: dict) -> str:
     )
     result = run_pretraining(settings, pretraining_dataset_fn(settings), max_seconds=config.pretrain_seconds)
     state["pretrained"] = str(out / "pretrain" / "model")
-    return (f"{result.step} steps; MLM accuracy {result.metrics['mlm_accuracy']:.2f}, "
+    steps = f"{result.step:,} steps"
+    if result.step < config.pretrain_steps:
+        steps = (f"{result.step:,} of {config.pretrain_steps:,} steps (the quickstart gives pre-training "
+                 f"{config.pretrain_seconds:.0f} s; this machine is slower)")
+    return (f"{steps}; MLM accuracy {result.metrics['mlm_accuracy']:.2f}, "
             f"NSP accuracy {result.metrics['nsp_accuracy']:.2f} (last batches)")
 
 

@@ -42,8 +42,9 @@ from bert_tf.checkpoints import check_vocabulary_fits
 from bert_tf.checkpoints.pretrained import presets_home
 from bert_tf.distillation import Distiller, student_from_teacher
 from bert_tf.inspection.loading import load_inspection_model
+from bert_tf.model_directory import exported_version, resolve_model_directory
 from bert_tf.optimization import create_optimizer
-from bert_tf.progress import TextProgressCallback, is_terminal
+from bert_tf.progress import TextProgressCallback, announce, is_terminal
 from bert_tf.tasks.base import FinetuneTask
 from bert_tf.tasks.registry import task_from_directory, task_from_spec
 from bert_tf.text_files import existing_file, utf8_lines
@@ -78,9 +79,7 @@ def load_encoder(config: FinetuneConfig):
     """
     init = Path(config.init)
     is_config_file = init.is_file() and init.suffix == ".json"
-    is_checkpoint = not is_config_file and (
-        init.exists() or Path(f"{init}.index").is_file() or (presets_home() / config.init).exists())
-    if is_checkpoint:
+    if not starts_from_random_weights(config):
         encoder = bert_tf.from_pretrained(config.init)
         vocab_file = config.vocab_file or encoder.vocab_file
         if vocab_file is None:
@@ -104,6 +103,25 @@ def load_encoder(config: FinetuneConfig):
     lower_case = resolve_lower_case(vocab_file, config.lower_case, CASING_FLAGS)
     config.task_spec().check_fits(encoder.config)
     return encoder, Path(vocab_file), lower_case
+
+
+def starts_from_random_weights(config: FinetuneConfig) -> bool:
+    """Whether `config.init` is a random start (a preset name or a config file, see `load_encoder`), not trained
+    weights (a checkpoint, or the teacher's layers)."""
+    if config.teacher is not None and config.init == "teacher":
+        return False
+    init = Path(config.init)
+    if init.is_file() and init.suffix == ".json":
+        return True
+    return not (init.exists() or Path(f"{init}.index").is_file() or (presets_home() / config.init).exists())
+
+
+def teacher_directory(path) -> Path:
+    """The model directory a teacher is (`--teacher`); an export for serving is an error that says which to give."""
+    if exported_version(Path(path)) is not None:
+        raise FileNotFoundError(f"--teacher {path} is an export for serving: give the fine-tuned model directory it "
+                                "was exported from (bert-tf finetune's --out).")
+    return resolve_model_directory(path)
 
 
 class DevScores(keras.callbacks.Callback):
@@ -161,14 +179,16 @@ def training_data(config: FinetuneConfig, tokenizer: BertTokenizer, teacher=None
         texts = [line.strip() for line in utf8_lines(existing_file(path, "Unlabeled file", "--unlabeled"))]
         texts = [text for text in texts if text]
         if texts:
-            logger.info("Labelling the %d lines of %s with the teacher.", len(texts), path)
-            examples = task.joined(examples, task.labelled_by(teacher.model, texts, str(path), config.batch_size))
+            announce(f"Labelling the {len(texts):,} lines of {path} with the teacher", progress, logger)
+            examples = task.joined(examples, task.labelled_by(teacher.model, texts, str(path), config.batch_size,
+                                                              progress))
     if config.augment_copies:
         texts = augment_texts(task.texts(examples), _masked_lm(config, teacher), tokenizer, config.augment_copies,
                               seed=config.seed, max_length=task.seq_length, progress=progress)
-        logger.info("Labelling %d augmented texts with the teacher.", len(texts))
+        announce(f"Labelling {len(texts):,} augmented texts with the teacher", progress, logger)
         if texts:
-            examples = task.joined(examples, task.labelled_by(teacher.model, texts, "augmented text", config.batch_size))
+            examples = task.joined(examples, task.labelled_by(teacher.model, texts, "augmented text", config.batch_size,
+                                                              progress))
     data = task.prepare(examples, training=True)
     batches = task.training_batches(data, config.batch_size, config.bucketing, config.seed)
     return TrainingData(task, examples, data, batches, int(batches.cardinality()) * config.epochs)
@@ -186,21 +206,21 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
     teacher = _load_teacher(config) if config.teacher else None
     encoder, vocab_file, lower_case = load_encoder(config) if teacher is None else _student_encoder(config, teacher)
     tokenizer = BertTokenizer(vocab_file, lower_case)
-    say = (lambda message: print(message, flush=True)) if progress else (lambda message: None)  # noqa: E731
-    say(f"Reading and tokenizing {config.train_file}" + (f" and {config.dev_file}" if config.dev_file else ""))
+    announce(f"Reading and tokenizing {config.train_file}" + (f" and {config.dev_file}" if config.dev_file else ""),
+             progress, logger)
     training = training_data(config, tokenizer, teacher, progress)
     task, train, steps = training.task, training.data, training.steps
     dev = task.prepare(task.read(config.dev_file), training=False) if config.dev_file else None
     doing = "Fine-tuning" if teacher is None else (
         f"Distilling {config.teacher} into a student of {encoder.config.num_hidden_layers} layers, hidden "
         f"{encoder.config.hidden_size},")
-    say(f"{doing} on {len(training.examples):,} examples: {config.epochs} epoch(s) of "
-        f"{steps // config.epochs:,} batches of up to {config.batch_size}")
+    announce(f"{doing} on {len(training.examples):,} examples: {config.epochs} epoch(s) of "
+             f"{steps // config.epochs:,} batches of up to {config.batch_size}", progress, logger)
     model = task.build_model(encoder, config.dropout)
     if teacher is not None:
         model = Distiller(model, teacher.model, config.temperature, config.soft_weight, config.hidden_weight,
                           config.attention_weight, config.layer_map)
-    learning_rate = config.peak_learning_rate(encoder.config)
+    learning_rate = config.peak_learning_rate(encoder.config, starts_from_random_weights(config))
     optimizer = create_optimizer(learning_rate, steps, int(steps * config.warmup_proportion),
                                  weight_decay=config.weight_decay)
     model.compile(optimizer=optimizer, loss=task.loss(config, train))
@@ -241,7 +261,7 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
 
 def _load_teacher(config: FinetuneConfig):
     """The teacher's `ModelDirectory`; its task must be the run's."""
-    teacher = bert_tf.load_model_directory(config.teacher)
+    teacher = bert_tf.load_model_directory(teacher_directory(config.teacher))
     if teacher.task.task != config.task:
         raise ValueError(f"The teacher {config.teacher} is a {teacher.task.task!r} model, not a {config.task!r} one.")
     teacher.require_vocab_file()
@@ -276,6 +296,10 @@ def _student_encoder(config: FinetuneConfig, teacher):
             raise ValueError(f"The student {config.init} has another vocabulary ({own}) than the teacher "
                              f"{config.teacher}: the student must read the teacher's token ids.")
     teacher.task.check_fits(encoder.config)
+    if encoder.count_params() > teacher.encoder.count_params():
+        logger.warning("The student %s (%s parameters) is larger than its teacher %s (%s): distillation makes a model "
+                       "smaller; pick a smaller --student.", config.init,
+                       f"{encoder.count_params():,}", config.teacher, f"{teacher.encoder.count_params():,}")
     return encoder, teacher.vocab_file, teacher.lower_case
 
 

@@ -2,9 +2,10 @@
 
 Defaults follow BERT's fine-tuning recipe: AdamW, the peak learning rate reached after 10% of
 the steps, then linear decay to 0; 3 epochs; batch 32. The peak rate follows the model's size
-unless given (`peak_learning_rate`): 5e-5 for BERT-base and larger (BERT's recipe: 2e-5 to 5e-5),
-1e-4 for smaller models (BERT-Mini from the team's checkpoint: benchmarks/RESULTS.md, "Learning
-rates for a trained start").
+and start unless given (`peak_learning_rate`): 5e-5 for BERT-base and larger (BERT's recipe: 2e-5
+to 5e-5); for smaller models 1e-4 from trained weights (BERT-Mini from the team's checkpoint), from
+random ones 3e-4 (hidden size 256 up) or 1e-3 (benchmarks/RESULTS.md, "Learning rates for a trained
+start" and "Learning rates by model size"). Every number must be finite.
 
 Example:
     >>> config = FinetuneConfig(task="classify", train_file="sst2/train.tsv", dev_file="sst2/dev.tsv",
@@ -24,7 +25,10 @@ from bert_tf.tasks.spec import DEFAULT_SEQ_LENGTH, TaskSpec
 
 EMBEDDING_LOSSES = ("in_batch_negatives", "cosent", "cosine")  # bert_tf.tasks.embedding.losses
 BASE_LEARNING_RATE = 5e-5  # BERT's fine-tuning recipe for base and large
-SMALL_MODEL_LEARNING_RATE = 1e-4  # models under BERT-base's width (benchmarks/RESULTS.md)
+SMALL_MODEL_LEARNING_RATE = 1e-4  # models under BERT-base's width from trained weights (benchmarks/RESULTS.md)
+# From random weights they learn only at higher rates (1e-4 collapsed BERT-Tiny and BERT-Mini to one class):
+RANDOM_START_LEARNING_RATE = 3e-4  # hidden size 256 (BERT-Mini) to 767
+NARROW_RANDOM_START_LEARNING_RATE = 1e-3  # hidden size under 256 (BERT-Tiny)
 
 
 @dataclasses.dataclass
@@ -106,6 +110,10 @@ class FinetuneConfig:
     def __post_init__(self):
         if self.task not in TASKS:
             raise ValueError(f"FinetuneConfig: unknown task {self.task!r}; use one of {list(TASKS)}.")
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"FinetuneConfig: {field.name} must be a finite number, got {value!r}.")
         for name in ("batch_size", "epochs"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -120,6 +128,8 @@ class FinetuneConfig:
             raise ValueError(f"FinetuneConfig: warmup_proportion must be in [0, 1), got {self.warmup_proportion!r}.")
         if not 0 <= self.dropout < 1:
             raise ValueError(f"FinetuneConfig: dropout must be in [0, 1), got {self.dropout!r}.")
+        if self.weight_decay < 0:
+            raise ValueError(f"FinetuneConfig: weight_decay must be >= 0, got {self.weight_decay!r}.")
         if self.focal_gamma < 0:
             raise ValueError(f"FinetuneConfig: focal_gamma must be >= 0, got {self.focal_gamma!r}.")
         if self.early_stopping_patience is not None and self.dev_file is None:
@@ -150,23 +160,32 @@ class FinetuneConfig:
             raise ValueError("FinetuneConfig: unlabeled and augmented text teach classification and NER students, not "
                              f"{self.task} ones.")
         if self.teacher is not None:
-            if (self.init == "teacher") != (self.student_layers is not None):
-                raise ValueError("FinetuneConfig: student_layers goes with init='teacher' (the teacher's layers), "
-                                 "and init='teacher' needs it.")
-            if self.temperature <= 0 or not 0 <= self.soft_weight <= 1:
-                raise ValueError(f"FinetuneConfig: temperature must be > 0 and soft_weight in [0, 1], got "
-                                 f"{self.temperature!r} and {self.soft_weight!r}.")
-            if self.hidden_weight < 0 or self.attention_weight < 0:
-                raise ValueError(f"FinetuneConfig: hidden_weight and attention_weight must be >= 0, got "
-                                 f"{self.hidden_weight!r} and {self.attention_weight!r}.")
+            if self.init == "teacher" and self.student_layers is None:
+                raise ValueError("FinetuneConfig: init='teacher' needs student_layers: how many of the teacher's "
+                                 "layers the student keeps.")
+            if self.init != "teacher" and self.student_layers is not None:
+                raise ValueError("FinetuneConfig: student_layers goes with init='teacher' only (a student of the "
+                                 "teacher's own layers).")
+            if self.temperature <= 0:
+                raise ValueError(f"FinetuneConfig: temperature must be > 0, got {self.temperature!r}.")
+            if not 0 <= self.soft_weight <= 1:
+                raise ValueError(f"FinetuneConfig: soft_weight must be in [0, 1], got {self.soft_weight!r}.")
+            for name in ("hidden_weight", "attention_weight"):
+                if getattr(self, name) < 0:
+                    raise ValueError(f"FinetuneConfig: {name} must be >= 0, got {getattr(self, name)!r}.")
         self.task_spec()  # the task's own checks (seq_length against the question, ...)
 
-    def peak_learning_rate(self, model_config) -> float:
-        """`learning_rate`, or the default for a model of `model_config` (a `BertConfig`): 5e-5 from hidden size
-        768 (BERT-base) up, else 1e-4."""
+    def peak_learning_rate(self, model_config, random_start: bool = False) -> float:
+        """`learning_rate`, or the default for a model of `model_config` (a `BertConfig`) starting from trained weights
+        or, `random_start`, from random ones: 5e-5 from hidden size 768 (BERT-base) up; under it 1e-4 from trained
+        weights, from random ones 3e-4 from hidden size 256 (BERT-Mini) up, else 1e-3."""
         if self.learning_rate is not None:
             return self.learning_rate
-        return BASE_LEARNING_RATE if model_config.hidden_size >= 768 else SMALL_MODEL_LEARNING_RATE
+        if model_config.hidden_size >= 768:
+            return BASE_LEARNING_RATE
+        if not random_start:
+            return SMALL_MODEL_LEARNING_RATE
+        return RANDOM_START_LEARNING_RATE if model_config.hidden_size >= 256 else NARROW_RANDOM_START_LEARNING_RATE
 
     def sequence_length(self) -> int:
         """`seq_length`, or the task's default."""

@@ -10,7 +10,7 @@ import pytest
 import bert_tf
 from benchmarks import run as benchmark_suite
 from benchmarks.inference import OURS_PROJECTIONS, encoder_gflops
-from benchmarks.report import replace_section
+from benchmarks.report import portable_command, replace_section
 
 
 def test_a_section_is_replaced_and_the_others_are_kept():
@@ -26,7 +26,8 @@ def test_quick_inference_benchmark_writes_its_section_and_json(tmp_path):
     results = (tmp_path / "RESULTS.md").read_text(encoding="utf-8")
     assert "## Encoder inference" in results and "Machine: " in results and "| batch | contender |" in results
     data = json.loads((tmp_path / "results" / "inference.json").read_text(encoding="utf-8"))
-    assert data["quick"] and data["command"] == f"python -m benchmarks.run --quick --only inference --output-dir {tmp_path}"
+    assert data["quick"] and data["command"] == portable_command(
+        ["python", "-m", "benchmarks.run", "--quick", "--only", "inference", "--output-dir", str(tmp_path)])
     assert data["machine"]["cpu_model"] and data["machine"]["versions"]["tensorflow"]
     assert set(data["results"]) == {"1", "2"} == set(data["peak_same_rounds"])
     for batch, timings in data["results"].items():

@@ -203,3 +203,54 @@ def test_convert_reads_a_transformers_classifier_whole(tmp_path):
     result = run_cli("convert", "--from", tmp_path / "keras", "--out", tmp_path / "again", "--text-pair")
     assert result.returncode == 2
     assert "--text-pair is for a classifier read from a transformers directory" in result.stderr
+
+
+@pytest.fixture(scope="module")
+def hf_classifier(tmp_path_factory):
+    """A transformers BertForSequenceClassification folder of two labels, written by bert-tf."""
+    directory = tmp_path_factory.mktemp("hf_classifier")
+    vocab = directory / "source_vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(55)]) + "\n")
+    classifier = bert_tf.BertClassifier(BertModel(CONFIG), num_classes=2, label_names=["negative", "positive"])
+    return bert_tf.write_hf_task_model(classifier, directory / "model", vocab_file=vocab, lower_case=True)
+
+
+def damaged_copy(source, target, config_changes=None, tensors=None, cut_to=None):
+    """A copy of the folder `source`: its config.json updated, its tensors replaced, or its weights cut short."""
+    import shutil
+
+    from safetensors.numpy import load_file, save_file
+
+    shutil.copytree(source, target)
+    config = json.loads((target / "config.json").read_text())
+    (target / "config.json").write_text(json.dumps({**config, **(config_changes or {})}))
+    weights = target / "model.safetensors"
+    if tensors:
+        save_file({**load_file(weights), **tensors}, weights, metadata={"format": "pt"})
+    if cut_to:
+        weights.write_bytes(weights.read_bytes()[:cut_to])
+    return target
+
+
+@pytest.mark.parametrize("damage, message", [
+    (dict(cut_to=5000), "model.safetensors is cut short or damaged"),
+    (dict(tensors={"bert.embeddings.word_embeddings.weight": np.ones([60, 32], np.int32)}),
+     "bert.embeddings.word_embeddings.weight holds int32 values, not floating-point weights"),
+    (dict(config_changes={"id2label": {"0": "negative", "7": "positive"}}),
+     "config.json: id2label has ids 0, 7; they must be 0 to 1, each once"),
+    (dict(config_changes={"id2label": {"0": "good", "1": "good"}}), "config.json: id2label names 'good' twice"),
+    (dict(config_changes={"problem_type": "ranking"}),
+     "config.json: problem_type 'ranking' is none of transformers' (single_label_classification, "
+     "multi_label_classification, regression)"),
+    (dict(config_changes={"id2label": {str(index): f"class {index}" for index in range(5)}}),
+     "config.json: id2label has 5 labels, the classifier 2 rows"),
+])
+def test_a_damaged_transformers_folder_is_one_line_naming_what_is_wrong(hf_classifier, tmp_path, capsys, damage,
+                                                                        message):
+    from bert_tf_cli import main
+
+    source = damaged_copy(hf_classifier, tmp_path / "damaged", **damage)
+    assert main(["convert", "--from", str(source), "--out", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err
+    assert message in error and error.count("\n") == 1, error
+    assert str(source) in error

@@ -3,6 +3,7 @@ layer and into a random narrower one, the student served by every path like a fi
 teachers distilled too, and bad combinations refused in one line."""
 
 import json
+import re
 
 import pytest
 
@@ -28,7 +29,7 @@ def sentiment(tmp_path_factory):
 
 def distill(files, out, *student):
     return main(["distill", "--teacher", str(files["dir"] / "teacher"), "--train", str(files["train"]),
-                 "--dev", str(files["dev"]), "--out", str(out), *student, *TRAINING])
+                 "--dev", str(files["dev"]), "--out", str(out), *TRAINING, *student])  # the case's flags last: they win
 
 
 def test_a_student_of_the_teachers_layers_keeps_its_task_and_serves_like_any_model(sentiment, tmp_path, capsys):
@@ -37,6 +38,13 @@ def test_a_student_of_the_teachers_layers_keeps_its_task_and_serves_like_any_mod
                    "--hidden-weight", "0.5", "--attention-weight", "0.5") == 0
     printed = capsys.readouterr().out
     assert "Distilling" in printed and "a student of 1 layers" in printed and "Dev scores (epoch" in printed
+    # the end compares them: the teacher's dev score beside the student's, the share kept, size and speed
+    teacher_row = next(line for line in printed.splitlines() if line.startswith("teacher "))
+    student_row = next(line for line in printed.splitlines() if line.startswith("student "))
+    assert re.search(r"model +accuracy +parameters +on disk +examples/s", printed), printed
+    assert re.fullmatch(r"teacher +[01]\.\d{4} +[\d,]+ +[\d.]+ MB +[\d,]+", teacher_row), teacher_row
+    assert re.fullmatch(r"student +[01]\.\d{4} \(\d+% kept\) +[\d,]+ +[\d.]+ MB +[\d,]+ \([\d.]+× the teacher's\)",
+                        student_row), student_row
     directory = bert_tf.load_model_directory(out)
     teacher = bert_tf.load_model_directory(sentiment["dir"] / "teacher")
     assert directory.encoder.config.num_hidden_layers == 1 and directory.task == teacher.task
@@ -53,7 +61,7 @@ def test_a_student_of_the_teachers_layers_keeps_its_task_and_serves_like_any_mod
     assert (tmp_path / "models" / "student" / "1" / "model.tflite").is_file()
 
 
-def test_unlabeled_text_is_labelled_by_the_teacher(sentiment, tmp_path):
+def test_unlabeled_text_is_labelled_by_the_teacher(sentiment, tmp_path, capsys):
     from pipelines.prediction import Predictor
 
     unlabeled = tmp_path / "reviews.txt"
@@ -67,8 +75,11 @@ def test_unlabeled_text_is_labelled_by_the_teacher(sentiment, tmp_path):
                             init="teacher", student_layers=1, teacher=str(sentiment["dir"] / "teacher"),
                             unlabeled_files=(str(unlabeled),))
     directory = bert_tf.load_model_directory(config.teacher)
-    examples = training_data(config, directory.tokenizer(), directory).examples
+    examples = training_data(config, directory.tokenizer(), directory, progress=True).examples
     assert len(examples) == 96 + len(sentences)
+    captured = capsys.readouterr()  # the teacher's labelling shows its progress (it was silent for minutes)
+    assert f"Labelling the {len(sentences)} lines of {unlabeled} with the teacher" in captured.out
+    assert "predicting: 100% (1/1 batch)" in captured.err, captured.err  # 32 lines, in batches of 32
     assert examples.labels[96:] == [result["label"] for result in teacher.classify(sentences)]
     assert distill(sentiment, tmp_path / "student", "--student", "teacher", "--student-layers", "1",
                    "--unlabeled", str(unlabeled)) == 0
@@ -96,6 +107,15 @@ def test_augmented_copies_of_the_training_texts_are_labelled_by_the_teacher(sent
                                       config.output_dir, "--student", "teacher", "--student-layers", "1",
                                       "--augment", "3", "--augment-with", config.augment_with])
     assert config_from_args(args) == config  # the command line makes the same run
+
+
+def test_a_random_start_learns_at_its_sizes_rate_and_a_larger_student_is_warned_about(sentiment, tmp_path, caplog):
+    """The README's `--student tiny` learnt at 1e-4 (the rate of trained small models) and collapsed to one class."""
+    assert main(["distill", "--teacher", str(sentiment["dir"] / "teacher"), "--train", str(sentiment["train"]),
+                 "--student", "tiny", "--out", str(tmp_path / "tiny"), "--epochs", "1"]) == 0
+    assert bert_tf.load_model_directory(tmp_path / "tiny").metadata["training"]["learning_rate"] == 1e-3
+    warnings = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    assert any("is larger than its teacher" in warning for warning in warnings), warnings
 
 
 @pytest.mark.slow  # 15 s; the random start's loading is finetune's own (tests/test_finetune.py)
@@ -136,11 +156,19 @@ def test_bad_combinations_are_one_line_errors(sentiment, tmp_path, capsys):
     (other_vocab / "vocab.txt").write_text("\n".join(VOCAB[:-1] + ["zebra"]) + "\n")
     student = bert_tf.BertModel(bert_tf.BertConfig.from_json_file(sentiment["config"]))
     bert_tf.save_pretrained(student, tmp_path / "checkpoint", vocab_file=other_vocab / "vocab.txt")
+    assert main(["export", "--model", str(sentiment["dir"] / "teacher"), "--out", str(tmp_path / "models"), "--name",
+                 "teacher"]) == 0
     cases = [
-        (["--student", "teacher"], "student_layers goes with init='teacher'"),
+        (["--student", "teacher"], "bert-tf distill: error: --student teacher needs --student-layers"),
+        (["--student", "tiny", "--student-layers", "1"], "--student-layers goes with --student teacher only"),
         (["--student", "teacher", "--student-layers", "3"], "takes 1 to 2 of them, not 3"),
         (["--student", str(tmp_path / "checkpoint")], "has another vocabulary"),
-        (["--student", "teacher", "--student-layers", "1", "--soft-weight", "2"], "soft_weight in [0, 1]"),
+        (["--student", "teacher", "--student-layers", "1", "--soft-weight", "2"], "--soft-weight must be in [0, 1]"),
+        *((["--student", "teacher", "--student-layers", "1", flag, value], f"{flag} must be")
+          for flag, value in [("--temperature", "nan"), ("--temperature", "0"), ("--temperature", "inf"),
+                              ("--learning-rate", "nan"), ("--learning-rate", "-0.001"), ("--weight-decay", "nan"),
+                              ("--hidden-weight", "inf"), ("--attention-weight", "-1"), ("--dropout", "nan"),
+                              ("--warmup-proportion", "nan")]),
         (["--student", "teacher", "--student-layers", "1", "--augment", "2"],
          "has no masked-LM head to augment text with; pass --augment-with"),
         (["--student", "teacher", "--student-layers", "1", "--hidden-weight", "1", "--layer-map", "1,2"],
@@ -150,6 +178,13 @@ def test_bad_combinations_are_one_line_errors(sentiment, tmp_path, capsys):
         assert distill(sentiment, tmp_path / "bad", *arguments) == 2
         error = capsys.readouterr().err.strip()
         assert message in error and len(error.splitlines()) == 1, error
+        assert "FinetuneConfig" not in error and "student_layers" not in error, error
+    for export in (tmp_path / "models" / "teacher", tmp_path / "models" / "teacher" / "1"):
+        assert main(["distill", "--teacher", str(export), "--train", str(sentiment["train"]), "--student", "tiny",
+                     "--out", str(tmp_path / "x")]) == 2
+        error = capsys.readouterr().err.strip()
+        assert (f"--teacher {export} is an export for serving: give the fine-tuned model directory it was exported "
+                "from (bert-tf finetune's --out)") in error and "--server" not in error, error
     assert main(["distill", "--teacher", str(sentiment["vocab"].parent / "nowhere"), "--train",
                  str(sentiment["train"]), "--student", "tiny", "--out", str(tmp_path / "x")]) == 2
     assert "nowhere" in capsys.readouterr().err

@@ -99,3 +99,13 @@ def test_squad_evaluate_predict_and_bad_answers(workdir, capsys):
                  "--max-query-length", "8"]) == 2
     assert "question 'q0-0-0': answer 'mary' does not match the context at character 1" in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("flag, value", [("--learning-rate", "nan"), ("--weight-decay", "inf"), ("--focal-gamma", "nan"),
+                                         ("--null-score-threshold", "-inf"), ("--warmup-proportion", "nan")])
+def test_numbers_that_are_not_finite_are_refused_naming_the_flag(workdir, capsys, flag, value):
+    task = "squad" if flag == "--null-score-threshold" else "classify"
+    assert main(["finetune", "--task", task, "--train", "train.tsv", "--init", "tiny", "--out", str(workdir / "x"),
+                 f"{flag}={value}", *(["--focal-loss"] if flag == "--focal-gamma" else [])]) == 2
+    error = capsys.readouterr().err
+    assert error == f"bert-tf finetune: error: {flag} must be a finite number, got {float(value)!r}.\n"

@@ -55,6 +55,11 @@ def assert_same_results(actual, expected):
                                 else value), key
 
 
+def without_inputs(results, *fields):
+    """The results without the input fields each echoes (`predict` leads every result with its input)."""
+    return [{key: value for key, value in result.items() if key not in fields} for result in results]
+
+
 def test_jsonl_file_to_jsonl_file_in_batches(tmp_path, capsys, models):
     source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     lines = [json.dumps({"text": text, "id": number}) for number, text in enumerate(TEXTS)]
@@ -64,7 +69,7 @@ def test_jsonl_file_to_jsonl_file_in_batches(tmp_path, capsys, models):
     results = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
     # Each input's `id` comes back with its result (it was dropped), so results can be joined to their inputs.
     assert [result.pop("id") for result in results] == list(range(len(TEXTS)))
-    assert_same_results(results, Predictor(models["classify"]).classify(TEXTS))
+    assert_same_results(without_inputs(results, "text"), Predictor(models["classify"]).classify(TEXTS))
 
 
 def test_an_id_is_echoed_where_an_input_line_has_one(tmp_path, monkeypatch, capsys, models):
@@ -77,20 +82,39 @@ def test_an_id_is_echoed_where_an_input_line_has_one(tmp_path, monkeypatch, caps
     assert answer["id"] == 3 and "text" in answer
 
 
+def test_each_result_leads_with_its_input(tmp_path, monkeypatch, capsys, models):
+    """As Hugging Face's pipelines answer: the input beside its result, so that a line of output stands alone."""
+    monkeypatch.setattr("sys.stdin", io.StringIO("a film\tgreat\n"))
+    [result] = predict(capsys, "--model", models["pairs"], "--input", "-")
+    assert list(result)[:3] == ["text", "text_b", "label"] and (result["text"], result["text_b"]) == ("a film", "great")
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps({"id": 4, "question": "who?", "context": "mary"}) + "\n"))
+    [answer] = predict(capsys, "--model", models["squad"], "--input", "-")
+    assert list(answer)[:3] == ["id", "question", "context"] and "text" in answer
+    assert main(["predict", "--model", str(models["classify"]), "the film was great", "--json"]) == 0
+    [result] = json.loads(capsys.readouterr().out)
+    assert list(result)[:2] == ["text", "label"] and result["text"] == "the film was great"
+    assert main(["predict", "--model", str(models["squad"]), "--question", "who?", "--context", "mary", "--json"]) == 0
+    [answer] = json.loads(capsys.readouterr().out)
+    assert (answer["question"], answer["context"]) == ("who?", "mary") and "probability" in answer
+
+
 def test_text_lines_from_stdin(monkeypatch, capsys, models):
     monkeypatch.setattr("sys.stdin", io.StringIO("".join(f"{text}\n" for text in TEXTS)))
     results = predict(capsys, "--model", models["classify"], "--input", "-", "--batch-size", 3)
-    assert_same_results(results, Predictor(models["classify"]).classify([text for text in TEXTS if text]))  # blank
+    assert_same_results(without_inputs(results, "text"),
+                        Predictor(models["classify"]).classify([text for text in TEXTS if text]))  # blank
     # lines are skipped
 
 
 def test_pairs_as_tsv_and_as_jsonl(tmp_path, monkeypatch, capsys, models):
     expected = Predictor(models["pairs"]).classify(TEXTS, PAIRS)
     monkeypatch.setattr("sys.stdin", io.StringIO("".join(f"{a}\t{b}\n" for a, b in zip(TEXTS, PAIRS))))
-    assert_same_results(predict(capsys, "--model", models["pairs"], "--input", "-"), expected)
+    assert_same_results(without_inputs(predict(capsys, "--model", models["pairs"], "--input", "-"), "text", "text_b"),
+                        expected)
     source = tmp_path / "pairs.jsonl"
     source.write_text("".join(json.dumps({"text": a, "text_b": b}) + "\n" for a, b in zip(TEXTS, PAIRS)))
-    assert_same_results(predict(capsys, "--model", models["pairs"], "--input", source, "--batch-size", 4), expected)
+    results = predict(capsys, "--model", models["pairs"], "--input", source, "--batch-size", 4)
+    assert_same_results(without_inputs(results, "text", "text_b"), expected)
 
 
 def test_ner_and_squad_inputs(tmp_path, monkeypatch, capsys, models):
@@ -102,12 +126,13 @@ def test_ner_and_squad_inputs(tmp_path, monkeypatch, capsys, models):
     for result in expected:
         result["entities"] = [{**entity, "score": pytest.approx(entity["score"], abs=1e-5)}
                               for entity in result["entities"]]
-    assert predict(capsys, "--model", models["ner"], "--input", source) == expected
+    assert without_inputs(predict(capsys, "--model", models["ner"], "--input", source), "text") == expected
 
     questions, contexts = ["who lives in berlin?", "where is paris?"], ["a film " * 30, "paris is not in berlin."]
     monkeypatch.setattr("sys.stdin", io.StringIO("".join(f"{q}\t{c}\n" for q, c in zip(questions, contexts))))
     results = predict(capsys, "--model", models["squad"], "--input", "-", "--batch-size", 1)
-    assert_same_results(results, Predictor(models["squad"]).answer(questions, contexts))
+    assert_same_results(without_inputs(results, "question", "context"), Predictor(models["squad"]).answer(questions,
+                                                                                                         contexts))
 
 
 def test_a_bad_line_is_named_by_file_and_line(tmp_path, monkeypatch, capsys, models):
@@ -166,4 +191,4 @@ def test_input_is_streamed_in_batches():
 
     assert predict_lines(predictor, lines(), "-", output, batch_size=2) == 5
     assert predictor.batches == [["x", "xx"], ["xxx", "xxxx"], ["xxxxx"]]
-    assert output.getvalue().splitlines() == [json.dumps({"label": str(n)}) for n in range(1, 6)]
+    assert output.getvalue().splitlines() == [json.dumps({"text": "x" * n, "label": str(n)}) for n in range(1, 6)]

@@ -27,15 +27,18 @@ def test_help_imports_no_tensorflow():
 
 
 def test_finetune_help_shows_the_defaults_finetune_config_has(capsys):
-    from pipelines.finetune_config import BASE_LEARNING_RATE, SMALL_MODEL_LEARNING_RATE, FinetuneConfig
+    from pipelines.finetune_config import (BASE_LEARNING_RATE, NARROW_RANDOM_START_LEARNING_RATE,
+                                           RANDOM_START_LEARNING_RATE, SMALL_MODEL_LEARNING_RATE, FinetuneConfig)
 
     with pytest.raises(SystemExit):
         main(["finetune", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     defaults = FinetuneConfig(task="classify", train_file="t", output_dir="o", init="i")
     for flag, value in (("--epochs", defaults.epochs), ("--batch-size", defaults.batch_size),
-                        ("--learning-rate", f"{BASE_LEARNING_RATE:g} for BERT-base and larger, "
-                                            f"{SMALL_MODEL_LEARNING_RATE:g} for smaller models"),
+                        ("--learning-rate", f"{BASE_LEARNING_RATE:g} for BERT-base and larger; smaller models "
+                                            f"{SMALL_MODEL_LEARNING_RATE:g} from trained weights, from random ones "
+                                            f"{RANDOM_START_LEARNING_RATE:g} (hidden size 256 up) or "
+                                            f"{NARROW_RANDOM_START_LEARNING_RATE:g}"),
                         ("--warmup-proportion", defaults.warmup_proportion), ("--weight-decay", defaults.weight_decay),
                         ("--dropout", defaults.dropout), ("--seed", defaults.seed)):
         assert re.search(rf"{flag} \S+ [^-]*\(default: {re.escape(str(value))}[;)]", help_text), flag
@@ -54,6 +57,16 @@ def test_export_help_says_when_name_is_required(capsys):
     help_text = " ".join(capsys.readouterr().out.split())
     assert "--name NAME SavedModel: the model's name, its directory under --out (required unless --format tflite)" \
         in help_text
+
+
+def test_the_student_and_init_helps_list_the_presets(capsys):
+    for command in ("distill", "finetune"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        help_text = " ".join(capsys.readouterr().out.split())
+        assert all(name in help_text for name in bert_tf.BertConfig.preset_names()
+                   if not name.startswith("bert_L") or name in ("bert_L2_H128", "bert_L12_H768", "bert_L24_H1024"))
+        assert "bert_L2_H128 … bert_L12_H768" in help_text or "L 2, 4, 6, 8, 10, 12" in help_text, help_text
 
 
 def test_cli_copies_of_library_constants_agree():
@@ -88,11 +101,13 @@ def test_commands_are_quiet_unless_verbose(classifier_dir):
 
 
 def test_library_imports_are_quiet():
-    """A user's `import bert_tf` (or of a client, or the TFLite runner) prints none of TensorFlow's native start-up
-    lines; errors still show, and TF_CPP_MIN_LOG_LEVEL=0 keeps them all."""
+    """A user's `import bert_tf` (or of a client, or the TFLite runner), and TensorFlow's first op after it, print none
+    of TensorFlow's native start-up lines; errors still show, and TF_CPP_MIN_LOG_LEVEL=0 keeps them all."""
     environment = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
     for modules in ("serving.client.grpc_client, serving.tflite_runner", "bert_tf"):  # serving first: TF not yet in
-        script = f"import {modules}, sys; sys.stderr.write('a real error\\n')"
+        # TensorFlow's first op looks for GPUs: "failed call to cuInit: ... (303)" where there is none
+        script = (f"import {modules}, sys, tensorflow; tensorflow.constant(1) + 1; "
+                  "sys.stderr.write('a real error\\n')")
         result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environment,
                                 check=True)
         assert result.stderr == "a real error\n", modules

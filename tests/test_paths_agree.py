@@ -103,7 +103,7 @@ def test_predict_evaluate_served_and_tflite_answers_agree(pair_model, tmp_path, 
     remote, remote_cli = served(model_dir, tmp_path / "models", "pairs", lambda predictor, target: (
         predictor.classify(texts, pairs),
         cli_json(capsys, "predict", "--server", target, "--model", "pairs", *texts, *pair_options)))
-    assert remote_cli == remote
+    assert remote_cli == [{"text": text, "text_b": pair, **result} for text, pair, result in zip(texts, pairs, remote)]
 
     names = sorted(local[0]["probabilities"])
     assert [answer["label"] for answer in remote] == [answer["label"] for answer in local]
@@ -233,7 +233,8 @@ def test_ner_tags_of_long_sentences_agree_on_every_path(tmp_path, capsys):
     for result in local:
         result["entities"] = [{**entity, "score": pytest.approx(entity["score"], abs=1e-5)}
                               for entity in result["entities"]]
-    assert recognized == local and sum(len(result["entities"]) for result in local) > 16
+    assert [{"text": text, **result} for text, result in zip(texts, recognized)] == local
+    assert sum(len(result["entities"]) for result in local) > 16
     remote = [list(zip(result["words"], result["tags"])) for result in recognized]
     assert all(len(tagged) == len(words) and "" not in dict(tagged).values()
                for tagged, (words, _) in zip(remote, dev_sentences))

@@ -30,6 +30,22 @@ def test_lines_come_at_the_interval_and_at_the_last_step(monkeypatch):
     assert lines[-1] == "step 100/100 (100%), 32.0 examples/s, loss 0.02"  # nothing left to wait for
 
 
+def test_the_first_step_builds_the_graph_and_is_left_out_of_the_rate(monkeypatch):
+    """A fine-tune's first line predicted "3h 36m left" for a 100 s run: its rate counted the graph's build."""
+    clock = Clock()
+    monkeypatch.setattr(progress_module.time, "monotonic", clock)
+    out = io.StringIO()
+    progress = TextProgress(total_steps=1000, examples_per_step=32, stream=out, interval_seconds=30)
+    clock.now += 90.0  # the first step builds the model's graph
+    progress.update(1, {"loss": 0.7})
+    for step in range(2, 242):
+        clock.now += 0.125
+        progress.update(step, {"loss": 0.5})
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "step 1/1000 (0%), loss 0.7, the first step took 1m 30s (building the model's graph)"
+    assert lines[1] == "step 241/1000 (24%), 256.0 examples/s, loss 0.5, 1m 35s left"
+
+
 def plain_lines(text: str) -> list[str]:
     assert "\x1b" not in text and "\r" not in text, "terminal codes in a file's progress"
     return [line for line in text.splitlines() if line.startswith("step ")]
@@ -50,7 +66,7 @@ def test_finetuning_into_a_file_prints_steps_not_a_bar(tmp_path, capsys, monkeyp
                               "4 batches of up to 8\n")
     lines = plain_lines(printed)
     assert [line.split(",")[0] for line in lines] == [f"step {step}/8 ({100 * step / 8:.0f}%)" for step in range(1, 9)]
-    assert all(" examples/s, loss " in line for line in lines)
+    assert "the first step took" in lines[0] and all(" examples/s, loss " in line for line in lines[1:])
 
 
 def test_pretraining_into_a_file_prints_steps_not_a_bar(tmp_path, capsys, monkeypatch):

@@ -39,3 +39,15 @@ def test_quickstart_runs_every_stage_and_again_in_the_same_directory(tmp_path, c
 def test_quickstart_needs_train_and_dev_together(tmp_path, capsys):
     assert main(["quickstart", "--out", str(tmp_path), "--train", "train.tsv"]) == 2
     assert "--train and --dev together" in capsys.readouterr().err
+
+
+def test_its_own_settings_raise_no_warning_and_an_early_stop_says_why(tmp_path, caplog):
+    """The demo's vocabulary size asked for more tokens than the demo corpus holds ("learned 512 tokens, fewer than
+    the 700 asked for ... lower it"), and pre-training stopped at its time limit (869 of 1,000 steps) unsaid."""
+    from bert_tf_cli.quickstart import QuickstartConfig, learn_vocab, pretrain
+
+    state = {}
+    learn_vocab(QuickstartConfig(), tmp_path, state)
+    assert [record.getMessage() for record in caplog.records if record.levelname == "WARNING"] == []
+    said = pretrain(QuickstartConfig.fast(pretrain_seconds=1e-6), tmp_path, state)
+    assert said.startswith("1 of 30 steps (the quickstart gives pre-training 0 s; this machine is slower)"), said

@@ -80,3 +80,14 @@ def test_python_in_ten_lines_trains_on_raw_strings_and_predicts_probabilities(sh
     probabilities = [float(value) for value in re.findall(r"[0-9.]+(?:e-?[0-9]+)?", capsys.readouterr().out)[-2:]]
     assert len(probabilities) == 2 and abs(sum(probabilities) - 1) < 1e-5
     assert (tmp_path / "sst2_model" / "model.keras").is_file()
+
+
+def test_the_gains_of_the_trained_checkpoint_are_the_quality_tables():
+    """The sentence on what the checkpoint buys gives the differences of the table above it (it said "SQuAD_GAIN")."""
+    text = README.read_text(encoding="utf-8")
+
+    def gain(row: str) -> float:
+        cells = next(line for line in text.splitlines() if line.startswith(f"| {row}")).split("|")
+        return float(cells[2].split("±")[0]) - float(cells[4].split("±")[0])
+
+    assert f"entities (+{gain('CoNLL-2003'):.1f} F1) and answers (+{gain('SQuAD v1.1'):.1f} F1)" in " ".join(text.split())

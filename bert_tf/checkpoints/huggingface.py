@@ -69,10 +69,12 @@ def _is_transposed(google_name: str) -> bool:
 
 
 def _read_tensors(directory: Path) -> tuple[dict[str, np.ndarray], str]:
-    """All tensors of the directory's weight file(s), as float32 NumPy arrays, without running pickled code."""
+    """All tensors of the directory's weight file(s), as NumPy arrays of the types stored (bfloat16 as float32),
+    without running pickled code; a file cut short or damaged is a one-line error that names it."""
     single = directory / "model.safetensors"
     index = directory / "model.safetensors.index.json"
     if single.is_file() or index.is_file():
+        from safetensors import SafetensorError
         from safetensors.numpy import load_file
 
         files = [single] if single.is_file() else sorted(
@@ -80,7 +82,10 @@ def _read_tensors(directory: Path) -> tuple[dict[str, np.ndarray], str]:
         )
         tensors = {}
         for file in files:
-            tensors.update(load_file(str(file)))
+            try:
+                tensors.update(load_file(str(file)))
+            except SafetensorError as error:
+                raise ValueError(f"{file} is cut short or damaged ({error}); copy or download it again.") from None
         return tensors, str(files[0])
     binary = directory / "pytorch_model.bin"
     if binary.is_file():
@@ -100,7 +105,7 @@ def _read_tensors(directory: Path) -> tuple[dict[str, np.ndarray], str]:
             raise ValueError(f"{binary} was refused: it is not a pickle of tensors only (unpickling it could run "
                              "code from the file) or it is cut short. Use the checkpoint's model.safetensors, or "
                              "re-save the weights from a copy you trust.") from error
-        return {name: t.float().numpy() for name, t in state.items()}, str(binary)
+        return {name: (t.float() if t.dtype == torch.bfloat16 else t).numpy() for name, t in state.items()}, str(binary)
     raise FileNotFoundError(f"No model.safetensors or pytorch_model.bin in {directory}.")
 
 
@@ -125,13 +130,13 @@ def read_hf_directory_and_head(path: str | Path, head: str | None) -> tuple[Chec
     for hf_name, value in tensors.items():
         google_name = hf_to_google_name(hf_name)
         if head is not None and hf_name.startswith(f"{head}."):
-            head_tensors[hf_name] = np.asarray(value, dtype=np.float32)
+            head_tensors[hf_name] = _float_weights(value, hf_name, source)
         elif hf_name.removeprefix("bert.") in _TIED_OR_BUFFERS:
             ignored.append(hf_name)
         elif google_name is None:
             unrecognized.append(hf_name)
         else:
-            value = np.asarray(value, dtype=np.float32)
+            value = _float_weights(value, hf_name, source)
             weights[google_name] = value.T if _is_transposed(google_name) else value
     lower_case = None
     tokenizer_config = directory / "tokenizer_config.json"
@@ -149,6 +154,14 @@ def read_hf_directory_and_head(path: str | Path, head: str | None) -> tuple[Chec
         unrecognized=sorted(unrecognized),
     )
     return contents, head_tensors
+
+
+def _float_weights(value: np.ndarray, name: str, source: str) -> np.ndarray:
+    """`value` as float32; a tensor of integers or booleans is no weight (a damaged or foreign file): an error."""
+    if not np.issubdtype(value.dtype, np.floating):
+        raise ValueError(f"{source}: {name} holds {value.dtype} values, not floating-point weights: the file is damaged "
+                         "or not a BERT checkpoint.")
+    return np.asarray(value, dtype=np.float32)
 
 
 def write_hf_directory(model, out_dir: str | Path, vocab_file: str | Path | None = None,

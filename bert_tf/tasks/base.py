@@ -38,9 +38,28 @@ from bert_tf.tokenizer import BertTokenizer
 
 
 def hf_label_names(settings: dict) -> list[str]:
-    """The label names of a transformers config (`id2label`, in id order); [] without them."""
-    by_id = sorted((int(index), label) for index, label in settings.get("id2label", {}).items())
-    return [str(label) for _, label in by_id]
+    """The label names of a transformers config (`id2label`, in id order); [] without them. Ids other than 0 to n - 1
+    each once, or a name given twice, are an error naming `id2label`.
+
+    Example:
+        >>> hf_label_names({"id2label": {"1": "positive", "0": "negative"}})
+        ['negative', 'positive']
+        >>> hf_label_names({"id2label": {"0": "negative", "7": "positive"}})
+        Traceback (most recent call last):
+        ...
+        ValueError: id2label has ids 0, 7; they must be 0 to 1, each once.
+    """
+    try:
+        by_id = sorted((int(index), str(label)) for index, label in settings.get("id2label", {}).items())
+    except (AttributeError, TypeError, ValueError):
+        raise ValueError(f"id2label must map ids 0, 1, ... to names, not {settings['id2label']!r}.") from None
+    ids, names = [index for index, _ in by_id], [name for _, name in by_id]
+    if ids != list(range(len(ids))):
+        raise ValueError(f"id2label has ids {', '.join(map(str, ids))}; they must be 0 to {len(ids) - 1}, each once.")
+    twice = next((name for index, name in enumerate(names) if name in names[:index]), None)
+    if twice is not None:
+        raise ValueError(f"id2label names {twice!r} twice; each label needs a name of its own.")
+    return names
 
 
 class Task(abc.ABC):
@@ -178,18 +197,21 @@ class FinetuneTask(Task):
         """The task model of a transformers config (`settings`, config.json) around `encoder`, head not yet loaded."""
 
     def examples_from_inputs(self, inputs: list[dict]):
-        """Examples to predict from input fields, one dict per example, named as the model's text inputs
-        (`TaskSpec.text_inputs`: `text` and, for pairs, `text_b`; `question` and `context`)."""
-        wanted = self.spec.text_inputs
-        for example in inputs:
-            if set(example) != set(wanted):
-                raise ValueError(f"This {self.name} model reads {', '.join(wanted)} per example; got "
-                                 f"{', '.join(example) or 'nothing'}.")
-        return self.examples_from_texts(*([example[name] for example in inputs] for name in wanted))
+        """Examples to predict from input fields, one dict per example (`input_fields`: `text` and, for pair
+        classifiers, `text_b`; `question` and `context`)."""
+        required, optional = self.input_fields
+        given = {name for example in inputs for name in example}
+        extra, missing = sorted(given - set(required + optional)), [name for name in required if name not in given]
+        if extra or missing:
+            raise ValueError(f"This {self.name} model reads {' and '.join(required)} per example; "
+                             + (f"it takes no {', '.join(extra)}." if extra else f"{missing[0]} is missing."))
+        columns = [[example.get(name) for example in inputs] for name in self.spec.text_inputs]
+        return self.examples_from_texts(*(None if all(value is None for value in column) else column
+                                          for column in columns))
 
-    def labelled_by(self, model: keras.Model, texts: list[str], source: str, batch_size: int):
+    def labelled_by(self, model: keras.Model, texts: list[str], source: str, batch_size: int, progress: bool = False):
         """Examples of raw `texts` (one per line of an unlabeled file), labelled with `model`'s predictions (a
-        teacher's, `bert-tf distill --unlabeled`). The tasks that have it (classification, NER) also have
+        teacher's, `bert-tf distill --unlabeled`; `progress`: a bar, or lines in a file). The tasks that have it (classification, NER) also have
         `joined(examples, more)`: `examples` followed by `more`, and `texts(examples)`: the examples as such
         lines (to augment them, `pipelines.augmentation`)."""
         raise ValueError(f"Unlabeled text teaches classification and NER students, not {self.name!r} ones.")

@@ -34,7 +34,7 @@ from bert_tf.model import BertModel
 from bert_tf.model_directory import save_pretrained
 from bert_tf.optimization import OptimizerConfig
 from bert_tf.pretrainer import BertPretrainer, loss_denominators
-from bert_tf.progress import TextProgress, is_terminal
+from bert_tf.progress import TextProgress, announce, is_terminal
 from bert_tf.training.checkpoint_cadence import CheckpointCadence
 from bert_tf.training.run_folder import CheckpointFolder, remove_interrupted_writes
 from bert_tf.training.stop_signals import STOP_SIGNALS, StopSignals
@@ -230,7 +230,7 @@ def run_pretraining(
     newest = None if restored is None else str(checkpoints.prefix(restored))
     if chief:
         checkpoints.record_model_config(model.encoder.config)
-        _announce(f"Resuming from step {restored} ({newest})" if newest else "Starting at step 0", progress)
+        announce(f"Resuming from step {restored} ({newest})" if newest else "Starting at step 0", progress, logger)
     iterator = iter(strategy.distribute_datasets_from_function(_skipping(dataset_fn, int(step.numpy()))))
     total_batches = config.num_train_steps * config.gradient_accumulation_steps
 
@@ -310,10 +310,3 @@ def run_pretraining(
         save_pretrained(model, output_dir / "model", vocab_file=config.vocab_file, lower_case=config.lower_case,
                         task="pretrainer", seq_length=config.seq_length)
     return PretrainingResult(model=model, step=current, metrics=metrics, checkpoint=newest, stopped_by=stopped_by)
-
-
-def _announce(message: str, progress: bool) -> None:
-    """Logs `message` and, when the progress bar shows, prints it above the bar."""
-    logger.info(message)
-    if progress:
-        print(message, flush=True)

@@ -3,7 +3,7 @@
 Text is tokenized in the graph (`BertPreprocessor` in a `tf.function`, see
 `bert_tf.tasks.classification.data.TextPacker`), once per file. Scores:
 accuracy, macro-F1, Matthews correlation and per-class precision/recall/F1; for two
-classes also `f1`, the F1 of the second class (GLUE's positive class "1" for MRPC and QQP).
+classes also `f1`, the F1 of the second class (GLUE's positive class "1" for MRPC and QQP), reported by its name.
 Multi-label: a class is predicted when its sigmoid is at least `multi_label_threshold` (0.5);
 `accuracy` is the share of examples with exactly the right set of labels. The settings (columns,
 labels, truncation of pairs) are the task's `bert_tf.TaskSpec`, saved with the model.
@@ -80,7 +80,8 @@ class ClassificationTask(FinetuneTask):
 
     @classmethod
     def format_scores(cls, scores):
-        """Accuracy, macro-F1, MCC, F1 (two classes), micro-F1 (multi-label), then the per-class table.
+        """Accuracy, macro-F1, MCC, F1 of the second class by its name (two classes), micro-F1 (multi-label), then the
+        per-class table (its rows in the classes' order).
 
         Example:
             >>> print(ClassificationTask.format_scores({"accuracy": 0.9, "macro_f1": 0.85, "per_class": {}}))
@@ -91,7 +92,7 @@ class ClassificationTask(FinetuneTask):
         if "mcc" in scores:
             head.append(f"MCC {scores['mcc']:.4f}")
         if "f1" in scores:
-            head.append(f"F1 {scores['f1']:.4f} (second class)")
+            head.append(f"F1 of {list(scores['per_class'])[1]!r} {scores['f1']:.4f}")
         if "micro_f1" in scores:
             head.append(f"micro-F1 {scores['micro_f1']:.4f}")
         return "\n".join(["  ".join(head), *score_table("class", scores["per_class"])])
@@ -132,7 +133,10 @@ class ClassificationTask(FinetuneTask):
         labels = hf_label_names(settings)
         count = len(labels) or settings.get("num_labels", 2)
         modes = {problem_type: mode for mode, problem_type in PROBLEM_TYPES.items()}
-        mode = modes.get(settings.get("problem_type"), "regression" if count == 1 else "single_label")
+        problem_type = settings.get("problem_type")
+        if problem_type is not None and problem_type not in modes:
+            raise ValueError(f"problem_type {problem_type!r} is none of transformers' ({', '.join(modes)}).")
+        mode = modes.get(problem_type, "regression" if count == 1 else "single_label")
         return BertClassifier(encoder, num_classes=count, label_names=labels or None, mode=mode)
 
     # ----- fine-tuning -----------------------------------------------------------------------
@@ -261,7 +265,8 @@ class ClassificationTask(FinetuneTask):
         """Multi-label: which classes are predicted (sigmoid at least the spec's threshold)."""
         return 1.0 / (1.0 + np.exp(-logits.astype(np.float64))) >= self.spec.multi_label_threshold
 
-    def labelled_by(self, model, texts: list[str], source: str, batch_size: int) -> ClassificationExamples:
+    def labelled_by(self, model, texts: list[str], source: str, batch_size: int,
+                    progress: bool = False) -> ClassificationExamples:
         """`texts` (pair models: "text<TAB>second text") with the classes `model` predicts for them."""
         if getattr(model, "mode", None) == "regression":
             raise ValueError("Unlabeled text teaches classifiers, not regression models.")
@@ -274,7 +279,7 @@ class ClassificationTask(FinetuneTask):
                                  "the two texts.")
             texts, pairs = [parts[0] for parts in split], [parts[1] for parts in split]
         examples = self.examples_from_texts(texts, pairs)
-        predicted = self.predict(model, self.prepare(examples, training=False), batch_size)
+        predicted = self.predict(model, self.prepare(examples, training=False), batch_size, progress)
         labels = [result["labels"] if self.spec.multi_label else result["label"] for result in predicted]
         return dataclasses.replace(examples, source=source, labels=labels)
 

@@ -190,10 +190,11 @@ class NerTask(FinetuneTask):
                             "tags": [self.label_names[index] for index in word_logits[row].argmax(axis=-1)]})
         return results
 
-    def labelled_by(self, model, texts: list[str], source: str, batch_size: int) -> NerExamples:
+    def labelled_by(self, model, texts: list[str], source: str, batch_size: int, progress: bool = False) -> NerExamples:
         """`texts`, split into words, with the tags `model` predicts for them."""
         examples = self.examples_from_texts(texts)
-        for sentence, result in zip(examples.sentences, self.predict(model, self.prepare(examples, False), batch_size)):
+        predicted = self.predict(model, self.prepare(examples, False), batch_size, progress)
+        for sentence, result in zip(examples.sentences, predicted):
             sentence.tags, sentence.word_lines = result["tags"], [sentence.line] * len(sentence.words)
         return dataclasses.replace(examples, source=source)
 

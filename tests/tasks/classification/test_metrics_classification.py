@@ -78,3 +78,12 @@ def test_scores_of_some_classes_count_every_prediction_of_them():
     np.testing.assert_array_equal(scores["support"], [1])
     truth, predicted = np.array([True, False, False]), np.array([True, True, False])
     np.testing.assert_allclose(precision_recall_f1(truth, predicted, classes=[True])["precision"], [0.5])
+
+
+def test_the_report_names_the_class_whose_f1_it_gives():
+    from bert_tf.tasks.classification.task import ClassificationTask
+
+    scores = classification_report([0, 1, 1, 0], [0, 1, 0, 0], ["negative", "positive"])
+    scores["f1"] = scores["per_class"]["positive"]["f1"]
+    head = ClassificationTask.format_scores(scores).splitlines()[0]
+    assert "F1 of 'positive' 0.6667" in head and "second class" not in head
