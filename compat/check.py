@@ -61,7 +61,8 @@ def answers_of(kind: str, answers: dict[str, np.ndarray]) -> dict[str, np.ndarra
     return {key.removeprefix(prefix): value for key, value in answers.items() if key.startswith(prefix)}
 
 
-def outcomes(manifest: dict, report: dict, answers: dict[str, np.ndarray], reference: dict[str, np.ndarray]):
+def outcomes(manifest: dict, report: dict, answers: dict[str, np.ndarray],
+             reference: dict[str, np.ndarray]) -> dict[str, Outcome]:
     """{kind: Outcome} of one reading: loaded or not, and its answers against the reference's."""
     result = {}
     for kind, export in manifest["exports"].items():
