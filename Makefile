@@ -6,7 +6,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: install install-test install-bench demo test test-all bench clean
+.PHONY: install install-test install-bench demo test test-all bench compat clean
 
 install: $(VENV)/.installed
 
@@ -45,5 +45,12 @@ test-all: install-test
 bench: install-bench
 	$(BIN)/python -m benchmarks.run
 
+# Which older TensorFlow (and so TF Serving) releases read the exports (compat/__init__.py): one virtualenv
+# per release, made on first use under COMPAT_VENVS (about 2 GB each, pinned by compat/constraints/).
+COMPAT_VENVS ?= .compat-venvs
+
+compat: install
+	$(BIN)/python -m compat --venvs $(COMPAT_VENVS)
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(COMPAT_VENVS) build *.egg-info

@@ -1,0 +1,5 @@
+import sys
+
+from compat.check import main
+
+sys.exit(main())
