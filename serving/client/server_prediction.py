@@ -65,15 +65,15 @@ class ServerPredictor:
         `{"question", "context"}`), as `pipelines.prediction.Predictor.predict` gives it; for a task without its own
         method here (embed), each example's outputs as lists (`{"embedding": [...]}`)."""
         fields = sorted({name for example in inputs for name in example})
-        if fields != self.text_inputs or any(len(example) != len(fields) for example in inputs):
-            raise ValueError(f"Model {self.model_name!r} reads {', '.join(self.text_inputs)} per example; got "
-                             f"{', '.join(fields) or 'nothing'}.")
-        columns = {name: [example[name] for example in inputs] for name in fields}
+        columns = {name: [example.get(name) for example in inputs] for name in fields}
         by_task = {"classify": lambda: self.classify(columns["text"], columns.get("text_b")),
                    "ner": lambda: self.recognize(columns["text"]),
                    "squad": lambda: self.answer(columns["question"], columns["context"])}
-        if self.task_name in by_task:
+        if self.task_name in by_task:  # each says what it misses or takes no more of
             return by_task[self.task_name]()
+        if fields != self.text_inputs or any(len(example) != len(fields) for example in inputs):
+            raise ValueError(f"Model {self.model_name!r} reads {', '.join(self.text_inputs)} per example; got "
+                             f"{', '.join(fields) or 'nothing'}.")
         with self._one_line_errors():
             outputs = self.client.predict(columns)
         return [{name: np.asarray(values[row]).tolist() for name, values in outputs.items()} for row in range(len(inputs))]
