@@ -26,7 +26,7 @@ Signatures (inputs and outputs per task: see `serving.export.signatures`):
   (bool), `vocab_size` (int32), `vocab_file` (string: the vocabulary asset's path where
   the model is loaded), for classify/ner `label_names` [k], and for classify
   `classifier_mode` ("single_label", "multi_label" or "regression"), for multi-label classifiers
-  `multi_label_threshold` (float32). (An input, and
+  `multi_label_threshold` (float32), for squad `version_2` (bool). (An input, and
   batch-major outputs, because TF Serving's batching refuses signatures without.)
 With `ids_only=True` there are no text signatures: `serving_default` is `serve_ids`, and
 the SavedModel holds no tensorflow-text op, for TF Serving builds without them ("Op type
