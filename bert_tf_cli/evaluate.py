@@ -1,15 +1,39 @@
-"""`bert-tf evaluate`: score a fine-tuned model on a labelled file (classification report, entity scores, SQuAD EM/F1)."""
+"""`bert-tf evaluate`: score a fine-tuned model on a labelled file (classification report, entity scores, SQuAD EM/F1).
+
+The model is a model directory, an export (`bert-tf export`'s version folder, or its model folder: the
+highest version), served here on 127.0.0.1 for the run, or a model a server serves (`--server`). A served
+model is asked as `predict --server` asks it (`serving.client.server_prediction.ServerPredictor`), and its
+answers are scored by the task's own scoring (`FinetuneTask.prediction_scores`): the scores a model
+directory gets from its own predictions.
+"""
+
+import contextlib
+import tempfile
+from pathlib import Path
+
+# What reading a data file and scoring answers take from a served model's `model_info`, beside its task.
+SERVED_SETTINGS = ("label_names", "multi_label_threshold", "version_2")
 
 
 def register(commands) -> None:
     parser = commands.add_parser(
-        "evaluate", help="score a fine-tuned model on a labelled data file",
+        "evaluate", help="score a fine-tuned model, an export or a served model on a labelled data file",
         description="Read a data file in the format the model was trained on (CSV/TSV/JSONL with the same columns, "
-                    "CoNLL, SQuAD JSON) and print the task's scores: accuracy, macro-F1, MCC and per-class "
-                    "precision/recall/F1; entity-level precision/recall/F1 (conlleval); or SQuAD exact match/F1.")
-    parser.add_argument("--model", required=True, help="model directory written by `bert-tf finetune`")
+                    "unless --text-column and the others name them; CoNLL; SQuAD JSON) and print the task's scores: "
+                    "accuracy, macro-F1, MCC and per-class precision/recall/F1; entity-level precision/recall/F1 "
+                    "(conlleval); or SQuAD exact match/F1. An export is served on 127.0.0.1 for the run; with "
+                    "--server, the served model answers.")
+    parser.add_argument("--model", required=True,
+                        help="model directory written by `bert-tf finetune`, or an export (`bert-tf export`'s version "
+                             "folder, or its model folder); with --server, the served model's name")
+    parser.add_argument("--server", metavar="HOST:PORT",
+                        help="ask this TF Serving (or `bert-tf serve`) gRPC server, for a model exported by `bert-tf "
+                             "export` (with text signatures)")
     parser.add_argument("--data", required=True, help="labelled data file")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--text-column", help="classification: the file's text column (default: the model's)")
+    parser.add_argument("--text-pair-column", help="classification: the file's second text column")
+    parser.add_argument("--label-column", help="classification: the file's label column")
+    parser.add_argument("--batch-size", type=int, default=32, help="examples per batch (default: 32)")
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
     parser.set_defaults(run=run)
 
@@ -17,7 +41,62 @@ def register(commands) -> None:
 def run(args) -> None:
     import json
 
+    from bert_tf.model_directory import exported_version, is_bert_tf_directory
+    from bert_tf.text_files import existing_file
     from pipelines.finetune import evaluate
 
-    task, scores = evaluate(args.model, args.data, batch_size=args.batch_size)
+    columns = (args.text_column, args.text_pair_column, args.label_column)
+    if args.batch_size < 1:
+        raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}.")
+    model = Path(args.model)
+    if args.server:
+        task, scores = evaluate_served(args.server, args.model, args.data, columns, args.batch_size)
+    elif not is_bert_tf_directory(model) and exported_version(model) is not None:
+        existing_file(args.data)  # before the export is served (seconds)
+        with served_export(model) as (target, name):
+            task, scores = evaluate_served(target, name, args.data, columns, args.batch_size)
+    else:
+        task, scores = evaluate(args.model, args.data, batch_size=args.batch_size, columns=columns)
     print(json.dumps(scores, indent=2) if args.json else task.format_scores(scores))
+
+
+def evaluate_served(target: str, model_name: str, data_file: str, columns: tuple, batch_size: int):
+    """(task, scores) of model `model_name` served at `target` on `data_file`: its answers, scored by its task."""
+    from bert_tf.progress import progress_bar
+    from bert_tf.tasks.registry import task_from_spec
+    from bert_tf.tasks.spec import DEFAULT_SEQ_LENGTH, TaskSpec
+    from bert_tf_cli.predict import predict_batch
+    from pipelines.finetune import reading_columns
+    from serving.client.server_prediction import ServerPredictor
+
+    predictor = ServerPredictor(target, model_name)
+    try:
+        settings = {name: predictor.info[name] for name in SERVED_SETTINGS if name in predictor.info}
+        spec = TaskSpec(task=predictor.task_name, seq_length=DEFAULT_SEQ_LENGTH[predictor.task_name],  # not read
+                        multi_label=predictor.classifier_mode == "multi_label",
+                        text_pair="text_b" in predictor.text_inputs, **settings)
+        task = reading_columns(task_from_spec(spec, tokenizer=None), columns)
+        examples = task.read(data_file)
+        inputs = task.inputs_of(examples)
+        predictions = [prediction for start in progress_bar(range(0, len(inputs), batch_size), desc="asking the server",
+                                                            unit="batch", leave=False)
+                       for prediction in predict_batch(predictor, inputs[start:start + batch_size])]
+    finally:
+        predictor.close()
+    return task, task.prediction_scores(examples, predictions)
+
+
+@contextlib.contextmanager
+def served_export(path: Path):
+    """Serves the export at `path` (a version folder: that version; a model folder: its highest) on 127.0.0.1 for the
+    block: yields (target, model name)."""
+    from bert_tf.model_directory import exported_version
+    from serving.server.model_server import ModelServer
+
+    version = exported_version(path)
+    with tempfile.TemporaryDirectory(prefix="bert_tf_evaluate_") as folder:
+        base_path = Path(folder) / version.parent.name
+        base_path.mkdir()
+        (base_path / version.name).symlink_to(version.resolve(), target_is_directory=True)
+        with ModelServer(base_path.name, base_path, poll_wait_s=0, max_num_load_retries=0) as server:
+            yield f"127.0.0.1:{server.grpc_port}", base_path.name

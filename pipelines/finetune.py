@@ -343,10 +343,24 @@ def _fit(model, batches, config: FinetuneConfig, class_weight, dev_scores: DevSc
                          callbacks=callbacks, verbose=verbose, class_weight=class_weight, shuffle=False)
 
 
-def evaluate(model_dir, data_file, batch_size: int = 32, progress: bool = True) -> tuple[FinetuneTask, dict]:
-    """Scores a fine-tuned model directory on a labelled data file: `(task, scores)`."""
+def evaluate(model_dir, data_file, batch_size: int = 32, progress: bool = True,
+             columns: tuple[str | None, ...] = (None, None, None)) -> tuple[FinetuneTask, dict]:
+    """Scores a fine-tuned model directory on a labelled data file: `(task, scores)`; `columns`: the file's text, text
+    pair and label columns (classification; None: the model's own)."""
     existing_file(data_file)  # before the model loads (seconds)
     directory = bert_tf.load_model_directory(model_dir)
-    task = task_from_directory(directory)
+    task = reading_columns(task_from_directory(directory), columns)
     data = task.prepare(task.read(data_file), training=False)
     return task, task.evaluate(directory.model, data, batch_size, progress=progress)
+
+
+def reading_columns(task: FinetuneTask, columns: tuple[str | None, ...]) -> FinetuneTask:
+    """`task`, reading the data files' `columns` (text, text pair, label) where given instead of its own; only tasks
+    whose files have columns (classification) take them."""
+    if not any(columns):
+        return task
+    if "text_column" not in task.config_fields:
+        raise ValueError(f"A {task.name} model reads its own file format: --text-column, --text-pair-column and "
+                         "--label-column are for classification files.")
+    spec = task.spec.replace(columns=tuple(given or own for given, own in zip(columns, task.spec.columns)))
+    return task_from_spec(spec, task.tokenizer)

@@ -43,6 +43,13 @@ def test_classify_pairs_evaluate_and_predict(workdir, capsys):
     assert main(["evaluate", "--model", str(model), "--data", str(train)]) == 0
     report = capsys.readouterr().out
     assert report.startswith("accuracy ") and "MCC" in report and "\ndifferent " in report and "\nparaphrase " in report
+    # a file whose columns have other names: `label<TAB>content` ... named as finetune names them
+    rows = [line.split("\t") for line in MRPC_STYLE.removeprefix("\ufeff").splitlines()[1:]]
+    renamed = workdir / "renamed.tsv"
+    renamed.write_text("label\tfirst\tsecond\n" + "".join(f"{row[0]}\t{row[3]}\t{row[4]}\n" for row in rows))
+    assert main(["evaluate", "--model", str(model), "--data", str(renamed), "--text-column", "first",
+                 "--text-pair-column", "second", "--label-column", "label"]) == 0
+    assert capsys.readouterr().out == report
 
     assert main(["predict", "--model", str(model), "mary lives in paris", "it was bad", "--pair", "mary is in paris",
                  "--pair", "good", "--json"]) == 0

@@ -85,6 +85,16 @@ def cli_json(capsys, *argv):
     return json.loads(capsys.readouterr().out)
 
 
+def assert_same_scores(actual: dict, expected: dict) -> None:
+    """The same scores, numbers to float rounding, per-class tables too."""
+    assert actual.keys() == expected.keys()
+    for key, value in expected.items():
+        if isinstance(value, dict):
+            assert_same_scores(actual[key], value)
+        else:
+            assert actual[key] == pytest.approx(value, abs=1e-9), key
+
+
 def test_pairs_are_cut_longest_first_and_recorded(pair_model):
     model_dir, rows, _ = pair_model
     spec = bert_tf.load_model_directory(model_dir).task
@@ -100,9 +110,13 @@ def test_predict_evaluate_served_and_tflite_answers_agree(pair_model, tmp_path, 
     local = cli_json(capsys, "predict", "--model", str(model_dir), *texts, *pair_options)
     evaluated = cli_json(capsys, "evaluate", "--model", str(model_dir), "--data", str(dev))
 
-    remote, remote_cli = served(model_dir, tmp_path / "models", "pairs", lambda predictor, target: (
+    remote, remote_cli, served_scores = served(model_dir, tmp_path / "models", "pairs", lambda predictor, target: (
         predictor.classify(texts, pairs),
-        cli_json(capsys, "predict", "--server", target, "--model", "pairs", *texts, *pair_options)))
+        cli_json(capsys, "predict", "--server", target, "--model", "pairs", *texts, *pair_options),
+        cli_json(capsys, "evaluate", "--server", target, "--model", "pairs", "--data", str(dev))))
+    assert_same_scores(served_scores, evaluated)  # the server's answers, scored, score as the model
+    export = tmp_path / "models" / "pairs" / "1"
+    assert_same_scores(cli_json(capsys, "evaluate", "--model", str(export), "--data", str(dev)), evaluated)
     assert remote_cli == [{"text": text, "text_b": pair, **result} for text, pair, result in zip(texts, pairs, remote)]
 
     names = sorted(local[0]["probabilities"])
@@ -229,7 +243,9 @@ def test_ner_tags_of_long_sentences_agree_on_every_path(tmp_path, capsys):
     local = cli_json(capsys, "predict", "--model", str(model_dir), *texts)
     evaluated = cli_json(capsys, "evaluate", "--model", str(model_dir), "--data", str(dev))
 
-    recognized = served(model_dir, tmp_path / "models", "ner", lambda predictor, _: predictor.recognize(texts))
+    recognized, served_scores = served(model_dir, tmp_path / "models", "ner", lambda predictor, target: (
+        predictor.recognize(texts), cli_json(capsys, "evaluate", "--server", target, "--model", "ner", "--data", str(dev))))
+    assert_same_scores(served_scores, evaluated)
     for result in local:
         result["entities"] = [{**entity, "score": pytest.approx(entity["score"], abs=1e-5)}
                               for entity in result["entities"]]
@@ -279,7 +295,10 @@ def test_squad_answers_over_many_windows_agree_on_every_path(tmp_path, capsys):
     local = cli_json(capsys, "predict", "--model", str(model_dir), *question_options)
     evaluated = cli_json(capsys, "evaluate", "--model", str(model_dir), "--data", str(dev))
 
-    remote = served(model_dir, tmp_path / "models", "qa", lambda predictor, _: predictor.answer(texts, contexts))
+    remote, served_scores = served(model_dir, tmp_path / "models", "qa", lambda predictor, target: (
+        predictor.answer(texts, contexts), cli_json(capsys, "evaluate", "--server", target, "--model", "qa", "--data",
+                                                    str(dev))))
+    assert_same_scores(served_scores, evaluated)
     assert [(a["text"], a["start"], a["end"]) for a in remote] == [(a["text"], a["start"], a["end"]) for a in local]
     np.testing.assert_allclose([[a["score"], a["probability"]] for a in remote],
                                [[a["score"], a["probability"]] for a in local], atol=1e-5, rtol=0)

@@ -8,8 +8,9 @@ they need no tokenizer or data.
 
 `FinetuneTask` adds what fine-tuning, evaluation, prediction and distillation need: a task reads
 its files, learns its labels from the training data, turns examples into model inputs, builds its
-Keras head, scores model outputs (and prints the scores), turns outputs into plain Python
-predictions (and prints them), gives its soft-target loss, and names its Hugging Face class.
+Keras head, turns outputs into plain Python predictions (and prints them), scores predictions
+against the labels (and prints the scores: a model's, through its predictions, or a served model's,
+whose answers are the same values), gives its soft-target loss, and names its Hugging Face class.
 `pipelines.finetune` and `pipelines.prediction` only call these methods. The tasks are looked up in
 `bert_tf.tasks.registry`, never compared by name.
 
@@ -156,13 +157,22 @@ class FinetuneTask(Task):
         """`fit(class_weight=...)`, or None."""
         return None
 
-    @abc.abstractmethod
     def scores(self, data, outputs: list) -> dict:
-        """Evaluation scores from the model outputs of every sequence."""
+        """Evaluation scores from the model outputs of every sequence: those of its predictions."""
+        return self.prediction_scores(data.examples, self.predictions(data, outputs))
+
+    @abc.abstractmethod
+    def prediction_scores(self, examples, predictions: list) -> dict:
+        """Evaluation scores of plain predictions, one per example of `examples` (as `read` gives them): `predictions`'s,
+        or a served model's (`serving.client.server_prediction.ServerPredictor` answers with the same values)."""
 
     @abc.abstractmethod
     def predictions(self, data, outputs: list) -> list:
         """Plain Python predictions, one per example."""
+
+    @abc.abstractmethod
+    def inputs_of(self, examples) -> list[dict]:
+        """Each example's input fields (`TaskSpec.text_inputs`): what `examples_from_inputs` reads, and a server."""
 
     @classmethod
     @abc.abstractmethod

@@ -49,16 +49,17 @@ class ServerPredictor:
         with self._one_line_errors():
             info = GrpcClient(target, model_name=model_name, signature_name="model_info", timeout_s=timeout_s).predict(
                 {"request": [""]})
-        self.task_name = _text(info["task"][0])
+        self.info = {name: _plain(values[0]) for name, values in info.items()}  # the export's settings
+        self.task_name = self.info["task"]
         self.text_inputs = sorted(signatures["serving_default"]["inputs"])
         if "input_word_ids" in self.text_inputs:
             why = ("an int8 (TFLite) export, which cannot window long texts; serve the float32 or bf16 export"
-                   if "quantization" in info and _text(info["quantization"][0]) == "int8"
+                   if self.info.get("quantization") == "int8"
                    else "exported with --ids-only; export it with text signatures")
             raise ValueError(f"Model {model_name!r} takes token ids ({why} to predict from text).")
-        self.classifier_mode = _text(info["classifier_mode"][0]) if "classifier_mode" in info else ""
-        self.label_names = [_text(label) for label in info["label_names"][0]] if "label_names" in info else []
-        self.multi_label_threshold = float(info["multi_label_threshold"][0]) if "multi_label_threshold" in info else None
+        self.classifier_mode = self.info.get("classifier_mode", "")
+        self.label_names = self.info.get("label_names", [])
+        self.multi_label_threshold = self.info.get("multi_label_threshold")
 
     def predict(self, inputs: list[dict]) -> list:
         """The prediction of each example given as its input fields (`{"text"}`, `{"text", "text_b"}` or
@@ -167,3 +168,10 @@ class ServerPredictor:
 
 def _text(value) -> str:
     return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _plain(value):
+    """A `model_info` value as plain Python: text as str, a vector as a list, a number as int, float or bool."""
+    if isinstance(value, np.ndarray):
+        return [_plain(item) for item in value]
+    return _text(value) if isinstance(value, bytes) else np.asarray(value).item()

@@ -2,7 +2,10 @@
 
 Writes `BASE/NAME/<version>/` (the layout TF Serving watches; the version defaults to the
 highest one there + 1). The version is written to a hidden directory beside it and
-renamed at the end, so a polling server never sees half a model.
+renamed at the end, so a polling server never sees half a model. It holds TF Serving's
+warm-up file (`assets.extra/tf_serving_warmup_requests`, `serving.export.warmup`): requests of
+a typical and of the longest length for each signature, which a server replays before the
+version serves, so that its first request does not wait for the graph to be built.
 
 Signatures (inputs and outputs per task: see `serving.export.signatures`):
 - `serving_default`: raw text in (`text`, `text_b` for pair tasks; `question`, `context`
@@ -23,7 +26,7 @@ Signatures (inputs and outputs per task: see `serving.export.signatures`):
   (bool), `vocab_size` (int32), `vocab_file` (string: the vocabulary asset's path where
   the model is loaded), for classify/ner `label_names` [k], and for classify
   `classifier_mode` ("single_label", "multi_label" or "regression"), for multi-label classifiers
-  `multi_label_threshold` (float32). (An input, and
+  `multi_label_threshold` (float32), for squad `version_2` (bool). (An input, and
   batch-major outputs, because TF Serving's batching refuses signatures without.)
 With `ids_only=True` there are no text signatures: `serving_default` is `serve_ids`, and
 the SavedModel holds no tensorflow-text op, for TF Serving builds without them ("Op type
@@ -63,7 +66,10 @@ from bert_tf.tokenizer import BertTokenizer
 from serving.export.signatures import ServingSpec, model_info_function, serve_ids_function, serving_spec
 from serving.export.signatures import text_input_specs
 from serving.export.tflite import write_tflite
+from serving.export.warmup import warmup_requests
 from serving.protocol import TFLITE_MODEL_FILE
+from serving.tflite_runner import TfliteModel
+from serving.warmup_records import write_warmup_requests
 
 logger = logging.getLogger(__name__)
 
@@ -95,10 +101,13 @@ def export_saved_model(
 
     def write(staging: Path) -> None:
         if quantize == "int8":
-            _write_tflite_version(spec, staging, ids_only)
+            signature_inputs = _write_tflite_version(spec, staging, ids_only)
         else:
             module, signatures = build_serving_module(spec, ids_only)
             tf.saved_model.save(module, str(staging), signatures=signatures)
+            signature_inputs = {signature: [input_spec.name for input_spec in tf.nest.flatten(
+                function.structured_input_signature)] for signature, function in signatures.items()}
+        write_warmup_requests(staging, name, warmup_requests(spec, signature_inputs))
 
     write_version(final, write)
     logger.info("Exported %s (%s, quantize %s) to %s.", model_dir, spec.task, quantize, final)
@@ -137,14 +146,16 @@ def _int8_takes_text(spec: ServingSpec, ids_only: bool = False) -> bool:
     return not ids_only and not spec.task_class.windowed
 
 
-def _write_tflite_version(spec: ServingSpec, version_dir: Path, ids_only: bool) -> None:
-    """Writes `version_dir/model.tflite`: the model converted with int8 quantization, checked to run."""
+def _write_tflite_version(spec: ServingSpec, version_dir: Path, ids_only: bool) -> dict[str, list[str]]:
+    """Writes `version_dir/model.tflite`: the model converted with int8 quantization, checked to run; returns its
+    signatures' input names."""
     takes_text = _int8_takes_text(spec, ids_only)
     if not takes_text and not ids_only:
         logger.warning("The int8 %s model takes token ids (its serving_default is serve_ids): TFLite cannot run the "
                        "windows that long %s texts need. Serve the float32 or bf16 SavedModel for raw text.",
                        spec.task, spec.task)
-    write_tflite(spec, version_dir / TFLITE_MODEL_FILE, "text" if takes_text else "ids", "int8")
+    model = TfliteModel(write_tflite(spec, version_dir / TFLITE_MODEL_FILE, "text" if takes_text else "ids", "int8"))
+    return {signature: model.input_names(signature) for signature in model.signatures}
 
 
 def next_version(model_path: str | Path) -> int:

@@ -141,7 +141,7 @@ def model_info_function(spec: ServingSpec, extra=dict) -> tf.types.experimental.
     recorded settings out, one row per request: `task`, `seq_length`, `max_text_bytes` (each text
     is cut to this many UTF-8 bytes before tokenizing), `quantization`, `lower_case`, `vocab_size`,
     `type_vocab_size` (segment ids), `label_names` [batch, k] (classify, ner), `classifier_mode` (classify), `multi_label_threshold`
-    (multi-label classifiers), and `extra()`'s values.
+    (multi-label classifiers), `version_2` (squad: a question may have no answer), and `extra()`'s values.
 
     It takes an input only because TF Serving's batching (`--enable_batching`) refuses
     signatures without inputs or with outputs that are not batch-major: send `[""]`.

@@ -12,8 +12,9 @@ Versions (`serving.server.model_options.ModelOptions`' fields, TensorFlow Servin
   [`--file_system_poll_wait_seconds`; ≤ 0: at start only]. The model's version policy picks
   the versions to serve among those on disk: the N highest (`latest`, N = 1 by default),
   `specific` ones, or `all` (`serving.server.model_config`).
-- A picked version is loaded (state LOADING) while the others keep serving, then serves
-  (AVAILABLE). A request that names no version gets the highest one serving.
+- A picked version is loaded (state LOADING) while the others keep serving, replays its
+  warm-up requests (`enable_model_warmup` [the same flag, on by default]: `serving.server.warmup`),
+  then serves (AVAILABLE). A request that names no version gets the highest one serving.
 - Versions no longer picked (replaced, or deleted from disk) are unloaded (END) once a
   picked version serves, or at once if none is picked (e.g. every version was deleted).
   Until then the highest of them keeps serving, so a new version that fails to load does
@@ -67,6 +68,7 @@ from serving.server.errors import ServingError
 from serving.server.model_config import ModelConfig, VersionPolicy, beside_config, read_model_config_file
 from serving.server.model_options import ModelOptions
 from serving.server.servable import RequestLimits, Servable, holds_model, load_servable
+from serving.server.warmup import replay_warmup_requests
 
 logger = logging.getLogger(__name__)
 
@@ -336,8 +338,7 @@ class VersionedModel:
         self._set_state(version, VersionState("LOADING"))
         logger.info("Loading version %d of model %r from %s.", version, self.name, path)
         try:
-            servable = load_servable(path, version, self._limits, self.options.prefer_tflite_model,
-                                     self.options.batching)
+            servable = self._loaded(path, version)
         except Exception as error:  # any load failure is retried, then reported in the status
             self._failed(version, error, attempts=1 + (failure.attempts if failure else 0))
             return
@@ -347,6 +348,22 @@ class VersionedModel:
             self._states[version] = VersionState("AVAILABLE")
         logger.info("Serving version %d of model %r (%s).", version, self.name, servable.describe())
         logger.info("Model %r serves %s.", self.name, self.describe())
+
+    def _loaded(self, path: Path, version: int) -> Servable:
+        """Version `version`, loaded from `path` and warmed up (`enable_model_warmup`); closed if the warm-up fails."""
+        servable = load_servable(path, version, self._limits, self.options.prefer_tflite_model, self.options.batching)
+        if not self.options.enable_model_warmup:
+            return servable
+        started = time.monotonic()
+        try:
+            count = replay_warmup_requests(servable)
+        except BaseException:
+            servable.close()
+            raise
+        if count:
+            logger.info("Warmed up version %d of model %r with %d requests in %.1f s.", version, self.name, count,
+                        time.monotonic() - started)
+        return servable
 
     def _failed(self, version: int, error: Exception, attempts: int) -> None:
         tf_error = ServingError.from_tf_error(error) if isinstance(error, tf.errors.OpError) else None

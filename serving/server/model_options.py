@@ -37,6 +37,8 @@ class ModelOptions:
     [`--max_num_load_retries`, `--load_retry_interval_micros`];
     `allow_version_labels_for_unavailable_models` [the same flag];
     `prefer_tflite_model`: a version's `model.tflite` is served when it has a SavedModel too [the same flag];
+    `enable_model_warmup`: a version replays its warm-up requests before it serves (`serving.server.warmup`) [the same
+    flag];
     `max_batch_size`, `max_request_text_bytes`: larger requests are INVALID_ARGUMENT (0: no limit)
     [`--max_batch_size`, `--max_request_text_bytes`];
     `batching`: `serving.server.batching.BatchingParameters`, or None: no request batching [`--enable_batching`].
@@ -48,6 +50,7 @@ class ModelOptions:
     load_retry_interval_s: float = DEFAULT_LOAD_RETRY_INTERVAL_MICROS / 1e6
     allow_version_labels_for_unavailable_models: bool = False
     prefer_tflite_model: bool = False
+    enable_model_warmup: bool = True
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
     max_request_text_bytes: int = DEFAULT_MAX_REQUEST_TEXT_BYTES
     batching: BatchingParameters | None = None

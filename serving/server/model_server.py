@@ -15,7 +15,7 @@ The command takes the flags of `tensorflow_model_server` (`--port`, `--rest_api_
 `--model_name`, `--model_base_path`, `--model_config_file`,
 `--model_config_file_poll_wait_seconds`, `--file_system_poll_wait_seconds`,
 `--max_num_load_retries`, `--load_retry_interval_micros`,
-`--allow_version_labels_for_unavailable_models`, `--grpc_max_threads`,
+`--allow_version_labels_for_unavailable_models`, `--enable_model_warmup`, `--grpc_max_threads`,
 `--grpc_channel_arguments`, `--rest_api_num_threads`, `--rest_api_timeout_in_ms`,
 `--enable_batching`, `--batching_parameters_file`: `serving.server.batching`,
 `--tensorflow_intra_op_parallelism`, `--tensorflow_inter_op_parallelism`), with
@@ -261,6 +261,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve a version's model.tflite, not its SavedModel, when it has both (default false)",
     )
     parser.add_argument(
+        "--enable_model_warmup", type=parse_bool, nargs="?", const=True, default=True, metavar="BOOL",
+        help="replay a version's assets.extra/tf_serving_warmup_requests (bert-tf export writes them) before it "
+             "serves, so that its first request does not wait for the graph to be built (default true)",
+    )
+    parser.add_argument(
         "--enable_batching", type=parse_bool, nargs="?", const=True, default=False, metavar="BOOL",
         help="merge concurrent requests into one model call per model version and signature (default false)",
     )
@@ -353,6 +358,7 @@ def build_server(args: argparse.Namespace) -> ModelServer:
         load_retry_interval_s=args.load_retry_interval_micros / 1e6,
         allow_version_labels_for_unavailable_models=args.allow_version_labels_for_unavailable_models,
         prefer_tflite_model=args.prefer_tflite_model,
+        enable_model_warmup=args.enable_model_warmup,
         max_batch_size=args.max_batch_size,
         max_request_text_bytes=args.max_request_text_bytes,
         batching=batching_parameters(args.enable_batching, args.batching_parameters_file),

@@ -215,11 +215,13 @@ class ClassificationTask(FinetuneTask):
         # With focal loss the weights are its alpha instead (see `loss`), not applied twice.
         return class_weights(data.labels) if config.class_weights and not config.focal_loss else None
 
-    def scores(self, data: ClassificationData, outputs) -> dict:
-        logits = np.stack(outputs)
+    def prediction_scores(self, examples: ClassificationExamples, predictions) -> dict:
+        truth = self._encode(examples)
         if self.spec.multi_label:
-            return self._multi_label_scores(data.labels.astype(bool), self._chosen(logits))
-        report = classification_report(data.labels, logits.argmax(axis=1), self.label_names)
+            chosen = np.array([[name in prediction["labels"] for name in self.label_names] for prediction in predictions])
+            return self._multi_label_scores(truth.astype(bool), chosen.reshape(truth.shape))
+        predicted = [self.label_names.index(prediction["label"]) for prediction in predictions]
+        report = classification_report(truth, predicted, self.label_names)
         if len(self.label_names) == 2:
             report["f1"] = report["per_class"][self.label_names[1]]["f1"]
         return report
@@ -293,6 +295,10 @@ class ClassificationTask(FinetuneTask):
         pairs = None if examples.text_pairs is None else examples.text_pairs + more.text_pairs
         return dataclasses.replace(examples, texts=examples.texts + more.texts, text_pairs=pairs,
                                    labels=examples.labels + more.labels, lines=examples.lines + more.lines)
+
+    def inputs_of(self, examples: ClassificationExamples) -> list[dict]:
+        columns = [examples.texts, examples.text_pairs] if self.text_pair else [examples.texts]
+        return [dict(zip(self.spec.text_inputs, texts)) for texts in zip(*columns)]
 
     def examples_from_texts(self, texts, text_pairs=None) -> ClassificationExamples:
         """Examples to predict, from strings (one per text, and a second text each for pair models)."""

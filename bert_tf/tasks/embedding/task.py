@@ -216,6 +216,14 @@ class EmbeddingTask(FinetuneTask):
         scores = sts_scores(cosines, data.labels * (high - low) + low)
         return {**scores, "score": scores["spearman"]}
 
+    def inputs_of(self, examples) -> list[dict]:
+        """Each text to embed, once (`EmbeddingData.texts`): a served model embeds one text per example."""
+        return [{"text": text} for text in self.prepare(examples, training=False).texts]
+
+    def prediction_scores(self, examples, predictions) -> dict:
+        """The scores of the vectors a served model gave for `inputs_of(examples)`, in that order."""
+        return self.scores(self.prepare(examples, training=False), [result["embedding"] for result in predictions])
+
     def predictions(self, data: EmbeddingData, outputs) -> list[dict]:
         """`{"embedding": [...]}` per text."""
         return [{"embedding": np.asarray(outputs[group[0]], np.float32).tolist()} for group in data.groups]

@@ -161,10 +161,20 @@ class NerTask(FinetuneTask):
     def _word_logits(self, data: NerData, outputs) -> list[np.ndarray]:
         return sentence_word_logits(data.features, outputs, [len(sentence.words) for sentence in data.sentences])
 
-    def scores(self, data: NerData, outputs) -> dict:
-        predicted = [[self.label_names[index] for index in logits.argmax(axis=-1)]
-                     for logits in self._word_logits(data, outputs)]
-        return ner_scores([sentence.tags for sentence in data.sentences], predicted)
+    def prediction_scores(self, examples: NerExamples, predictions) -> dict:
+        """Entity scores of the predicted tags of each example's words: a predicted word's tag is the tag of the
+        example's word it starts (a served model splits the text into words itself, also at punctuation within a
+        word); a word no predicted word starts (cut off with the text) is "O"."""
+        predicted = []
+        for text, spans, prediction in zip(examples.texts, examples.spans, predictions):
+            starts, position = {}, 0
+            for word, tag in zip(prediction["words"], prediction["tags"]):
+                start = text.find(word, position)  # each word as written in the text, in order
+                if start >= 0:
+                    starts.setdefault(start, tag)
+                    position = start + len(word)
+            predicted.append([starts.get(start, "O") for start, _ in spans])
+        return ner_scores([sentence.tags for sentence in examples.sentences], predicted)
 
     def predictions(self, data: NerData, outputs) -> list[dict]:
         """Per sentence: `{"entities": [{"type", "text", "start", "end", "score"}, ...], "words", "tags"}`."""
@@ -205,6 +215,9 @@ class NerTask(FinetuneTask):
     def joined(self, examples: NerExamples, more: NerExamples) -> NerExamples:
         return NerExamples(examples.source, examples.sentences + more.sentences, examples.texts + more.texts,
                            examples.spans + more.spans)
+
+    def inputs_of(self, examples: NerExamples) -> list[dict]:
+        return [{"text": text} for text in examples.texts]
 
     def examples_from_texts(self, texts) -> NerExamples:
         """Sentences to tag from strings: each cut to `max_text_bytes`, split into words as BERT's basic

@@ -61,6 +61,11 @@ class SquadTask(FinetuneTask):
                               version_2=spec.version_2, null_score_threshold=spec.null_score_threshold)}
 
     @classmethod
+    def serving_info(cls, model, spec):
+        """`version_2`: whether a question may have no answer (SQuAD 2.0), which scoring needs."""
+        return {**super().serving_info(model, spec), "version_2": tf.constant(spec.version_2)}
+
+    @classmethod
     def format_scores(cls, scores):
         """Exact match and F1 (percent).
 
@@ -124,14 +129,17 @@ class SquadTask(FinetuneTask):
             version_2=self.spec.version_2, null_score_threshold=self.spec.null_score_threshold,
         )
 
-    def scores(self, data: SquadData, outputs) -> dict:
-        predictions = {example.question_id: answer.text for example, answer in zip(data.examples, self.answers(data, outputs))}
+    def prediction_scores(self, examples: list[SquadExample], predictions) -> dict:
+        answers = {example.question_id: prediction["text"] for example, prediction in zip(examples, predictions)}
         # SQuAD 2.0's official script scores an unanswerable question against the answer "".
-        truths = {example.question_id: [answer.text for answer in example.answers] or [""] for example in data.examples}
-        return squad_scores(predictions, truths, version_2=self.spec.version_2)
+        truths = {example.question_id: [answer.text for answer in example.answers] or [""] for example in examples}
+        return squad_scores(answers, truths, version_2=self.spec.version_2)
 
     def predictions(self, data: SquadData, outputs) -> list[dict]:
         return [dataclasses.asdict(answer) for answer in self.answers(data, outputs)]
+
+    def inputs_of(self, examples: list[SquadExample]) -> list[dict]:
+        return [{"question": example.question, "context": example.context} for example in examples]
 
     def examples_from_texts(self, questions, contexts) -> list[SquadExample]:
         """Questions to answer, each with its context."""
