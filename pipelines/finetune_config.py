@@ -122,6 +122,8 @@ class FinetuneConfig:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"FinetuneConfig: {name} must be a positive integer or None, got {value!r}.")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2**32:
+            raise ValueError(f"FinetuneConfig: seed must be an integer from 0 to 2**32 - 1, got {self.seed!r}.")
         if self.learning_rate is not None and self.learning_rate <= 0:
             raise ValueError(f"FinetuneConfig: learning_rate must be positive, got {self.learning_rate!r}.")
         if not 0 <= self.warmup_proportion < 1:

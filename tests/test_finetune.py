@@ -215,7 +215,8 @@ def test_config_checks_settings():
         FinetuneConfig(task="ner", train_file="t", output_dir="o", init="tiny", label_names=("a", "b"))
     for field, value in [("temperature", float("nan")), ("temperature", 0.0), ("learning_rate", float("inf")),
                          ("weight_decay", -0.01), ("weight_decay", float("nan")), ("focal_gamma", float("nan")),
-                         ("hidden_weight", float("inf")), ("null_score_threshold", float("nan")), ("dropout", float("nan"))]:
+                         ("hidden_weight", float("inf")), ("null_score_threshold", float("nan")), ("dropout", float("nan")),
+                         ("seed", -1)]:
         with pytest.raises(ValueError, match=f"FinetuneConfig: {field} must be"):
             FinetuneConfig(task="classify", train_file="t", output_dir="o", init="teacher", teacher="t", student_layers=1,
                            **{field: value})
