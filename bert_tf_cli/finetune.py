@@ -2,7 +2,6 @@
 data."""
 
 import argparse
-
 import re
 
 from bert_tf_cli.config_defaults import dataclass_defaults
