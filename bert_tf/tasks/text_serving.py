@@ -15,6 +15,8 @@ Example:
 
 from __future__ import annotations
 
+import abc
+
 import tensorflow as tf
 
 from bert_tf.preprocessor import BertPreprocessor
@@ -34,20 +36,20 @@ def text_packer(tokenizer: BertTokenizer, spec: TaskSpec, padding: str = "longes
     return pack
 
 
-class TextServing:
+class TextServing(abc.ABC):
     """A task's raw-text signature: `preprocess(texts)` and `outputs(texts)`, `texts` one string tensor [batch]
     per text input (`TaskSpec.text_inputs`)."""
 
     def __init__(self, task, model, spec: TaskSpec, tokenizer: BertTokenizer):
         self.task, self.model, self.spec, self.tokenizer = task, model, spec, tokenizer
 
+    @abc.abstractmethod
     def preprocess(self, texts: list[tf.Tensor]) -> dict[str, tf.Tensor]:
         """The three id tensors the model reads for `texts`."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def outputs(self, texts: list[tf.Tensor]) -> dict[str, tf.Tensor]:
         """The task's outputs for `texts`."""
-        raise NotImplementedError
 
 
 class PackedTextServing(TextServing):
