@@ -80,16 +80,35 @@ def embedded_corpus(model, texts: list[str], progress: bool = True) -> np.ndarra
 def export_search_index(model_dir, corpus, base_path, name: str, version: int | None = None, top_k: int = 10,
                         progress: bool = True) -> Path:
     """Writes `base_path/name/<version>/`: the search SavedModel of `model_dir`'s vectors of `corpus`."""
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise ValueError(f"top_k must be a positive integer, got {top_k!r}.")
+    _check_top_k(top_k)
     final = new_version_path(base_path, name, version)
     ids, texts = read_corpus(corpus)
     directory = load_model_directory(model_dir)
-    spec = serving_spec(directory)
+    _check_embedding_model(serving_spec(directory), model_dir)
+    write_search_index(directory, ids, embedded_corpus(directory.model, texts, progress), final, top_k)
+    logger.info("Indexed %d documents of %s with %s in %s.", len(ids), corpus, model_dir, final)
+    return final
+
+
+def _check_top_k(top_k) -> None:
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise ValueError(f"top_k must be a positive integer, got {top_k!r}.")
+
+
+def _check_embedding_model(spec, model_dir) -> None:
     if not spec.task_class.sentence_vectors(spec.task_spec):
         raise ValueError(f"{model_dir} is a {spec.task} model: a search index needs a sentence-embedding model "
                          "(bert-tf finetune --task embed).")
-    vectors = embedded_corpus(directory.model, texts, progress)
+
+
+def write_search_index(directory, ids: list[str], vectors: np.ndarray, final: Path, top_k: int = 10) -> Path:
+    """Writes the search SavedModel of a loaded model directory (`load_model_directory`) and the documents' `ids`
+    and `vectors` (float32 [documents, size], of length 1) as the version folder `final`; `final`."""
+    _check_top_k(top_k)
+    spec = serving_spec(directory)
+    _check_embedding_model(spec, directory.path)
+    if len(ids) != len(vectors):
+        raise ValueError(f"{len(ids)} document ids for {len(vectors)} vectors.")
     k = min(top_k, len(ids))
 
     def write(staging: Path) -> None:
@@ -111,5 +130,4 @@ def export_search_index(model_dir, corpus, base_path, name: str, version: int | 
                                                               "model_info": info.get_concrete_function()})
 
     write_version(final, write)
-    logger.info("Indexed %d documents of %s with %s in %s.", len(ids), corpus, model_dir, final)
     return final
