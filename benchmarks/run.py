@@ -18,7 +18,7 @@ Benchmarks (each a module of this package with `run(settings) -> BenchmarkResult
   quality     fine-tuning from the trained BERT-Mini, bert-tf against transformers, 5 tasks x 3 seeds (~2 hours)
   distillation  students of the quality benchmark's teachers: dev score against float32/int8 speed (~1 hour)
   vocab       learning a WordPiece vocabulary from two books: bert-tf vs KerasHub and tensorflow-text
-  embedding_quality  sentence embeddings from the trained BERT-Mini, bert-tf against sentence-transformers (~1 hour)
+  embedding_quality  sentence embeddings from the trained BERT-Mini, bert-tf against sentence-transformers (~1.5 hours)
 
 Each benchmark runs in its own process (a fresh memory) and times its contenders interleaved
 (A B A B ...) after warm-up and reports medians with their spread. Results go to benchmarks/RESULTS.md (one delimited section per benchmark,
