@@ -282,3 +282,19 @@ def test_task_models_of_transformers_read_with_their_heads(tmp_path, task):
 def write_plain_encoder(directory, config):
     random_hf_model(config).save_pretrained(directory)
     return directory
+
+
+def test_a_folder_saved_by_transformers_5_gives_its_vocabulary_from_tokenizer_json(tmp_path):
+    # transformers 5 saves a tokenizer as tokenizer.json and tokenizer_config.json only: no vocab.txt.
+    config = CONFIGS["small"]
+    random_hf_model(config).save_pretrained(tmp_path / "model")
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "##s", "sat"]
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(tokens) + "\n", encoding="utf-8")
+    transformers.BertTokenizer(str(vocab), do_lower_case=True).save_pretrained(tmp_path / "model")
+    assert not (tmp_path / "model" / "vocab.txt").exists() and (tmp_path / "model" / "tokenizer.json").is_file()
+    encoder = bert_tf.from_pretrained(tmp_path / "model")
+    assert encoder.lower_case is True
+    assert encoder.vocab_file.read_text(encoding="utf-8").split("\n")[:len(tokens)] == tokens
+    assert bert_tf.BertTokenizer(encoder.vocab_file, lower_case=True).tokenize(["The cats sat"]).to_list() == [
+        [5, 6, 7, 8]]

@@ -8,10 +8,13 @@ other's inverse; nothing else differs.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import pickle
 import re
 import shutil
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -142,18 +145,37 @@ def read_hf_directory_and_head(path: str | Path, head: str | None) -> tuple[Chec
     tokenizer_config = directory / "tokenizer_config.json"
     if tokenizer_config.is_file():
         lower_case = json.loads(tokenizer_config.read_text(encoding="utf-8")).get("do_lower_case")
-    vocab = directory / "vocab.txt"
     contents = CheckpointContents(
         config=config,
         weights=weights,
         source=source,
         format="hf",
-        vocab_file=vocab if vocab.is_file() else None,
+        vocab_file=vocabulary_file(directory),
         lower_case=lower_case,
         ignored=sorted(ignored),
         unrecognized=sorted(unrecognized),
     )
     return contents, head_tensors
+
+
+def vocabulary_file(directory: Path) -> Path | None:
+    """The folder's `vocab.txt`; else the WordPiece vocabulary of its `tokenizer.json` (what transformers 5 saves
+    instead), written once as a vocab.txt under the temporary folder (named by its content); else None."""
+    vocab, tokenizer = directory / "vocab.txt", directory / "tokenizer.json"
+    if vocab.is_file() or not tokenizer.is_file():
+        return vocab if vocab.is_file() else None
+    model = json.loads(tokenizer.read_text(encoding="utf-8")).get("model") or {}
+    if model.get("type") != "WordPiece":
+        return None
+    tokens = [token for token, _ in sorted(model["vocab"].items(), key=lambda item: item[1])]
+    text = "\n".join(tokens) + "\n"
+    out = Path(tempfile.gettempdir()) / "bert_tf_vocabularies" / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.txt"
+    if not out.is_file():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = out.with_suffix(f".{os.getpid()}.tmp")
+        staging.write_text(text, encoding="utf-8")
+        staging.replace(out)
+    return out
 
 
 def _float_weights(value: np.ndarray, name: str, source: str) -> np.ndarray:
