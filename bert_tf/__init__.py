@@ -40,6 +40,7 @@ from bert_tf.precision import with_precision  # noqa: E402
 from bert_tf.preprocessor import BertPreprocessor  # noqa: E402
 from bert_tf.pretrainer import BertPretrainer  # noqa: E402
 from bert_tf.tasks.classification.model import BertClassifier  # noqa: E402
+from bert_tf.tasks.embedding.model import BertEmbedder  # noqa: E402
 from bert_tf.tasks.ner.model import BertTokenClassifier  # noqa: E402
 from bert_tf.tasks.ner.word_alignment import IGNORE_LABEL, align_word_labels, first_piece_positions, word_predictions  # noqa: E402
 from bert_tf.tasks.spec import TaskSpec  # noqa: E402
@@ -53,6 +54,7 @@ __all__ = [
     "IGNORE_LABEL",
     "BertClassifier",
     "BertConfig",
+    "BertEmbedder",
     "BertModel",
     "BertPreprocessor",
     "BertPretrainer",
