@@ -83,9 +83,10 @@ def torch_classifier(ours: bert_tf.BertClassifier, directory: str | Path, attent
     return model
 
 
-def export_onnx(classifier, path: str | Path, opset: int = 17) -> Path:
-    """Writes a transformers classifier as ONNX: int64 `input_ids`, `attention_mask`, `token_type_ids`
-    [batch, sequence] (both dynamic) in, `logits` out.
+def export_onnx(model, path: str | Path, opset: int = 17, output: str = "logits") -> Path:
+    """Writes a transformers model as ONNX: int64 `input_ids`, `attention_mask`, `token_type_ids`
+    [batch, sequence] (both dynamic) in, its `output` out (a classifier's `logits`, an encoder's
+    `last_hidden_state`).
 
     Uses torch's TorchScript exporter (`dynamo=False`): with eager attention its graph is the one
     `onnxruntime.transformers.optimizer` fuses into Attention and EmbedLayerNormalization nodes (the
@@ -100,14 +101,15 @@ def export_onnx(classifier, path: str | Path, opset: int = 17) -> Path:
             self.model = model
 
         def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).logits
+            outputs = self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+            return getattr(outputs, output)
 
     names = list(HF_INPUT_NAMES.values())
     # Two rows, one of them padded: the trace must not take the shortcut of a mask without padding.
     mask = torch.tensor([[1] * 8, [1] * 4 + [0] * 4])
     example = (mask, mask, torch.zeros_like(mask))  # any ids will do
     with torch.no_grad():
-        torch.onnx.export(ByKeyword(classifier), example, str(path), input_names=names, output_names=["logits"],
+        torch.onnx.export(ByKeyword(model), example, str(path), input_names=names, output_names=[output],
                           dynamic_axes={name: {0: "batch", 1: "sequence"} for name in names}, opset_version=opset,
                           dynamo=False)
     return Path(path)

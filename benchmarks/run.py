@@ -19,6 +19,7 @@ Benchmarks (each a module of this package with `run(settings) -> BenchmarkResult
   distillation  students of the quality benchmark's teachers: dev score against float32/int8 speed (~1 hour)
   vocab       learning a WordPiece vocabulary from two books: bert-tf vs KerasHub and tensorflow-text
   embedding_quality  sentence embeddings from the trained BERT-Mini, bert-tf against sentence-transformers (~1.5 hours)
+  embedding_speed    text → vector, BERT-base: bert-tf against sentence-transformers and ONNX Runtime; served; search
 
 Each benchmark runs in its own process (a fresh memory) and times its contenders interleaved
 (A B A B ...) after warm-up and reports medians with their spread. Results go to benchmarks/RESULTS.md (one delimited section per benchmark,
@@ -57,6 +58,7 @@ BENCHMARKS = {
     "distillation": "distillation",
     "vocab": "vocab_learning",
     "embedding_quality": "embedding_quality",
+    "embedding_speed": "embedding_speed",
 }
 
 
