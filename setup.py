@@ -35,6 +35,7 @@ TEST_REQUIRES = [
     "transformers==5.23.0",
     "scipy==1.17.1",  # the reference for the STS correlations (tests/tasks/embedding)
     "pytrec-eval-terrier==0.5.11",  # the reference for the retrieval metrics (trec_eval's)
+    "sentence-transformers==6.2.0",  # its folder format both ways (tests/tasks/embedding); the embedding benchmarks' peer
 ]
 # The benchmarks' peers (benchmarks/cpu_serving.py, benchmarks/int8_matmul.py, benchmarks/embedding_*.py): never runtime dependencies.
 BENCH_REQUIRES = [
@@ -42,7 +43,6 @@ BENCH_REQUIRES = [
     "onnxscript==0.7.2",  # torch.onnx.export needs it
     "onnxruntime==1.31.1",
     "openvino==2026.4.1",
-    "sentence-transformers==6.2.0",  # the embedding peer (benchmarks/embedding_quality.py, embedding_speed.py)
     "bm25s==0.3.16",  # the lexical retrieval baseline (benchmarks/embedding_quality.py)
 ]
 

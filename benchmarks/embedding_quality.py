@@ -53,6 +53,9 @@ BOOK_SENTENCES = 5_000
 MATRYOSHKA_DIMS = (256, 128, 64)
 UNTRAINED_POOLINGS = ("mean", "cls", "pooled")
 QUICK_EXAMPLES = 64
+# PyTorch's threads for the reference: on a loaded 2-core machine two OpenMP threads spin against the other
+# processes and a step takes 8 times as long as with one; the scores do not depend on it.
+REFERENCE_THREADS = 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,7 +206,8 @@ def reference_recipe(flags: list[str], scorer: Scorer) -> dict:
             "batch_size": config.batch_size, "learning_rate": config.learning_rate,
             "warmup_proportion": config.warmup_proportion, "weight_decay": config.weight_decay,
             "seq_length": config.seq_length, "scale": config.similarity_scale,
-            "matryoshka_dims": list(config.matryoshka_dims or ()), "evaluated_dims": list(CUTS)}
+            "matryoshka_dims": list(config.matryoshka_dims or ()), "evaluated_dims": list(CUTS),
+            "threads": REFERENCE_THREADS}
 
 
 def run_reference(recipe: dict, log: Path) -> dict:

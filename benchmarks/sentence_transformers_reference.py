@@ -43,12 +43,11 @@ def build_model(checkpoint: str, seq_length: int):
 
 
 def build_loss(model, recipe: dict, kind: str):
-    from sentence_transformers.sentence_transformer.losses import (CoSENTLoss, MatryoshkaLoss,
-                                                                  MultipleNegativesRankingLoss)
+    from sentence_transformers.sentence_transformer import losses
 
-    loss = CoSENTLoss(model, scale=recipe["scale"]) if kind == "scored" else \
-        MultipleNegativesRankingLoss(model, scale=recipe["scale"])
-    return MatryoshkaLoss(model, loss, recipe["matryoshka_dims"]) if recipe["matryoshka_dims"] else loss
+    loss = losses.CoSENTLoss(model, scale=recipe["scale"]) if kind == "scored" else \
+        losses.MultipleNegativesRankingLoss(model, scale=recipe["scale"])
+    return losses.MatryoshkaLoss(model, loss, recipe["matryoshka_dims"]) if recipe["matryoshka_dims"] else loss
 
 
 def train(model, recipe: dict) -> dict:
@@ -125,7 +124,7 @@ def retrieval_scores(model, folder: str) -> dict:
 def run_reference(recipe: dict) -> dict:
     import torch
 
-    torch.set_num_threads(recipe.get("threads") or torch.get_num_threads())
+    torch.set_num_threads(recipe["threads"])
     model = build_model(recipe["checkpoint"], recipe["seq_length"])
     training = train(model, recipe) if recipe["epochs"] else {}
     return {**training, "scores": sts_scores(model, recipe["sts_dev"], recipe["evaluated_dims"]),

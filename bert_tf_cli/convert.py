@@ -10,10 +10,12 @@ def register(commands) -> None:
                     "preset directory or bert-tf directory) and write it as a bert-tf (keras) or Hugging Face "
                     "(hf) directory. A fine-tuned model (a bert-tf task model, or transformers' "
                     "BertForSequenceClassification, BertForTokenClassification or BertForQuestionAnswering) "
-                    "converts whole, head and label names included.")
+                    "converts whole, head and label names included; so does a sentence-transformers model (a BERT "
+                    "Transformer, Pooling and optional Normalize), which --format sentence-transformers writes.")
     parser.add_argument("--from", dest="source", required=True, help="checkpoint directory or prefix")
     parser.add_argument("--to", "--out", dest="to", required=True, help="output directory")
-    parser.add_argument("--format", choices=["keras", "hf"], default="keras", help="output format (default: keras)")
+    parser.add_argument("--format", choices=["keras", "hf", *FOLDER_FORMAT_NAMES], default="keras",
+                        help="output format (default: keras); sentence-transformers: an embed model as its folder")
     parser.add_argument("--overwrite", action="store_true", help="write into a non-empty output directory")
     parser.add_argument("--text-pair", action="store_true",
                         help="the transformers classifier being read classifies text pairs (its config does not say)")
@@ -21,6 +23,7 @@ def register(commands) -> None:
 
 
 MLM_HEAD, NSP_HEAD = "cls/predictions/", "cls/seq_relationship/"
+FOLDER_FORMAT_NAMES = ("sentence-transformers",)  # bert_tf.tasks.registry.FOLDER_FORMATS (not imported for --help)
 
 
 def run(args) -> None:
@@ -36,7 +39,9 @@ def run(args) -> None:
         raise ValueError("--text-pair is for a classifier read from a transformers directory; other sources record "
                          "their task or have none.")
     if model is not None:  # a fine-tuned model, kept whole: its head is what fine-tuning learned
-        if args.format == "hf":
+        if args.format in FOLDER_FORMAT_NAMES:
+            _write_folder_format(args.format, model, out, vocab_file, lower_case, task)
+        elif args.format == "hf":
             bert_tf.write_hf_task_model(model, out, vocab_file=vocab_file, lower_case=lower_case, task=task)
         else:
             bert_tf.save_pretrained(model, out, vocab_file=vocab_file, lower_case=lower_case, task=task,
@@ -44,6 +49,8 @@ def run(args) -> None:
         print(f"Wrote {args.format} model with its {task_of_model(model).name} head ({model.count_params():,} "
               f"parameters) to {out}")
         return
+    if args.format in FOLDER_FORMAT_NAMES:
+        raise ValueError(f"--format {args.format} writes a fine-tuned model of its task; {args.source} is an encoder.")
     contents = bert_tf.read_checkpoint(args.source)
     heads = [prefix for prefix in (MLM_HEAD, NSP_HEAD) if contents.head_weights(prefix)]
     if heads == [MLM_HEAD, NSP_HEAD]:  # a pre-training checkpoint: kept whole, so that fill-mask works on it
@@ -63,6 +70,15 @@ def run(args) -> None:
     print(f"Wrote {args.format} model{kept} ({model.count_params():,} parameters) to {out}")
 
 
+def _write_folder_format(name: str, model, out: Path, vocab_file, lower_case, task) -> None:
+    from bert_tf.tasks.registry import FOLDER_FORMATS, task_of_model
+
+    if task_of_model(model) is not FOLDER_FORMATS[name]:
+        raise ValueError(f"--format {name} writes {FOLDER_FORMATS[name].name} models; this is a "
+                         f"{task_of_model(model).name} model.")
+    FOLDER_FORMATS[name].folder_format.write(model, out, vocab_file, lower_case, task.seq_length if task else None)
+
+
 def _fine_tuned_model(source: Path):
     """(task model, vocab_file, lower_case, TaskSpec or None) if `source` is a fine-tuned model: a bert-tf model
     directory of a task model, or a transformers BertFor{SequenceClassification,TokenClassification,QuestionAnswering}
@@ -70,8 +86,15 @@ def _fine_tuned_model(source: Path):
     from bert_tf.checkpoints.huggingface import is_hf_directory
     from bert_tf.hf_task_models import hf_task_spec, read_hf_task_model
     from bert_tf.model_directory import is_bert_tf_directory, load_model_directory, read_task
-    from bert_tf.tasks.registry import FINETUNED_TASKS
+    from bert_tf.tasks.registry import FINETUNED_TASKS, task_of_folder
+    from bert_tf.tasks.spec import TaskSpec
 
+    folder_task = task_of_folder(source)
+    if folder_task is not None:  # another tool's folder of a task model (a sentence-transformers model)
+        model, seq_length = folder_task.folder_format.read(source)
+        spec = folder_task.spec_for_model(model, TaskSpec(task=folder_task.name, seq_length=min(
+            seq_length or model.encoder.config.max_position_embeddings, model.encoder.config.max_position_embeddings)))
+        return model, model.encoder.vocab_file, model.encoder.lower_case, spec
     if is_hf_directory(source):
         model = read_hf_task_model(source)
         return None if model is None else (model, model.encoder.vocab_file, model.encoder.lower_case,

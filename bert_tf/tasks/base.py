@@ -27,6 +27,9 @@ Flow:
 from __future__ import annotations
 
 import abc
+import dataclasses
+from pathlib import Path
+from typing import Callable
 
 import keras
 import tensorflow as tf
@@ -63,6 +66,16 @@ def hf_label_names(settings: dict) -> list[str]:
     return names
 
 
+@dataclasses.dataclass(frozen=True)
+class FolderFormat:
+    """Another tool's model folder that a task's models are read from and written to (`bert-tf convert`)."""
+
+    name: str  # `bert-tf convert --format NAME`
+    detects: Callable[[Path], bool]  # whether a folder is in this format
+    read: Callable[[Path], tuple[keras.Model, int | None]]  # the task model and the longest input it reads, if said
+    write: Callable[..., Path]  # (model, out_dir, vocab_file, lower_case, seq_length) → out_dir
+
+
 class Task(abc.ABC):
     """A model directory's task: its model class, its exported outputs and its raw-text signature."""
 
@@ -72,6 +85,7 @@ class Task(abc.ABC):
     text_padding = "max_length"  # how the raw-text signature pads a batch: "max_length" or "longest"
     reads_text_pairs = False  # the model may read two texts per example (`TaskSpec.text_pair`)
     text_serving_class: type[TextServing] = PackedTextServing  # the raw-text signature (`text_serving`)
+    folder_format: FolderFormat | None = None  # another tool's folder of the task's models, read and written
 
     @classmethod
     def served_model(cls, model: keras.Model) -> keras.Model:

@@ -19,6 +19,8 @@ Example:
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from bert_tf.tasks.base import FinetuneTask, Task
 from bert_tf.tasks.classification.task import ClassificationTask
 from bert_tf.tasks.embedding.task import EmbeddingTask
@@ -31,6 +33,8 @@ from bert_tf.tokenizer import BertTokenizer
 TASKS: dict[str, type[Task]] = {task.name: task for task in (
     ClassificationTask, NerTask, SquadTask, EmbeddingTask, EncoderTask, PretrainerTask)}
 FINETUNED_TASKS = tuple(name for name, task in TASKS.items() if issubclass(task, FinetuneTask))
+# Other tools' model folders (`Task.folder_format`) by their name: what `bert-tf convert --format` also writes.
+FOLDER_FORMATS = {task.folder_format.name: task for task in TASKS.values() if task.folder_format}
 
 
 def task_named(name: str) -> type[Task]:
@@ -55,6 +59,11 @@ def task_of_model(model) -> type[Task]:
 def task_of_hf_architecture(architecture: str | None) -> type[FinetuneTask] | None:
     """The fine-tuning task whose Hugging Face class is `architecture` (e.g. "BertForTokenClassification"), or None."""
     return next((TASKS[name] for name in FINETUNED_TASKS if TASKS[name].hf_architecture == architecture), None)
+
+
+def task_of_folder(path) -> type[Task] | None:
+    """The task whose `folder_format` the folder `path` is in (e.g. a sentence-transformers model), else None."""
+    return next((task for task in FOLDER_FORMATS.values() if task.folder_format.detects(Path(path))), None)
 
 
 def task_from_directory(directory) -> FinetuneTask:

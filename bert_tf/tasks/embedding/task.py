@@ -34,6 +34,7 @@ from bert_tf.tasks.embedding.losses import CoSENTLoss, CosineSimilarityLoss, InB
 from bert_tf.tasks.embedding.metrics import format_retrieval, format_sts, retrieval_scores, sts_scores
 from bert_tf.tasks.embedding.model import BertEmbedder
 from bert_tf.tasks.embedding.retrieval_data import RetrievalSet, read_retrieval_set
+from bert_tf.tasks.embedding.sentence_transformers_folder import SENTENCE_TRANSFORMERS_FOLDER
 from bert_tf.tasks.model_outputs import predict_examples
 from bert_tf.tasks.text_serving import text_packer
 
@@ -66,6 +67,7 @@ class EmbeddingTask(FinetuneTask):
     primary_metric = "score"
     config_fields = ("pooling", "normalize", "embedding_loss", "similarity_scale", "symmetric", "matryoshka_dims",
                      "score_range")
+    folder_format = SENTENCE_TRANSFORMERS_FOLDER
 
     # ----- exports, loading, reports ---------------------------------------------------------
 

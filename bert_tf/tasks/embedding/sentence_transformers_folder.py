@@ -1,0 +1,113 @@
+"""Sentence-transformers' model folder, both ways: a BERT `SentenceTransformer` (Transformer, Pooling[, Normalize])
+↔ a `BertEmbedder`, so that models trained there serve here and the other way round.
+
+Read: the layout of sentence-transformers 2 to 5, in which most published models are (`modules.json` naming
+`sentence_transformers.models.Transformer`, `Pooling`, `Normalize`; `1_Pooling/config.json` with
+`pooling_mode_mean_tokens`-style flags; `sentence_bert_config.json` with `max_seq_length`), and that of 6 (module
+types under `sentence_transformers.base` and `.sentence_transformer`, `"pooling_mode": "mean"`, the length in
+`tokenizer_config.json`'s `model_max_length`). The transformer's folder is a Hugging Face BERT directory
+(`bert_tf.from_pretrained`). Written: the 2-to-5 layout, which every version reads.
+A model with another module (a Dense projection, a prompt-dependent pooling) is refused in one line.
+
+Example:
+    >>> model, seq_length = read_sentence_transformers_folder("all-MiniLM-L6-v2/")  # doctest: +SKIP
+    >>> model.pooling, model.normalize, seq_length  # doctest: +SKIP
+    ('mean', True, 256)
+    >>> write_sentence_transformers_folder(model, "exported/", seq_length=256)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bert_tf.checkpoints import from_pretrained, write_hf_directory
+from bert_tf.tasks.base import FolderFormat
+from bert_tf.tasks.embedding.model import BertEmbedder
+
+MODULES_FILE = "modules.json"
+# bert-tf's pooling → the flag of the 2-to-5 layout's Pooling config.
+POOLING_FLAGS = {"mean": "pooling_mode_mean_tokens", "cls": "pooling_mode_cls_token", "max": "pooling_mode_max_tokens"}
+ALL_POOLING_FLAGS = (*POOLING_FLAGS.values(), "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens",
+                     "pooling_mode_lasttoken")
+
+
+def is_sentence_transformers_folder(path) -> bool:
+    return (Path(path) / MODULES_FILE).is_file()
+
+
+def _module_kind(module: dict) -> str:
+    """"Transformer", "Pooling", "Normalize", ...: the last part of the module's class path."""
+    return module.get("type", "").rsplit(".", 1)[-1]
+
+
+def _pooling(config: dict, where: Path) -> str:
+    if "pooling_mode" in config:  # sentence-transformers 6
+        modes = [config["pooling_mode"]]
+    else:
+        modes = [flag for flag in ALL_POOLING_FLAGS if config.get(flag)]
+    names = {flag: name for name, flag in POOLING_FLAGS.items()}
+    modes = [names.get(mode, mode) for mode in modes]
+    if len(modes) != 1 or modes[0] not in POOLING_FLAGS:
+        raise ValueError(f"{where}: pooling {' + '.join(modes) or 'none'}; bert-tf pools by one of "
+                         f"{', '.join(POOLING_FLAGS)}.")
+    return modes[0]
+
+
+def _seq_length(folder: Path, transformer: Path) -> int | None:
+    for path, key in ((folder / "sentence_bert_config.json", "max_seq_length"),
+                      (transformer / "sentence_bert_config.json", "max_seq_length"),
+                      (transformer / "tokenizer_config.json", "model_max_length")):
+        if path.is_file():
+            value = json.loads(path.read_text(encoding="utf-8")).get(key)
+            if isinstance(value, int) and 0 < value < 10**6:
+                return value
+    return None
+
+
+def read_sentence_transformers_folder(path) -> tuple[BertEmbedder, int | None]:
+    """The `BertEmbedder` of a sentence-transformers folder and the longest input it reads (None if unsaid)."""
+    folder = Path(path)
+    modules = json.loads((folder / MODULES_FILE).read_text(encoding="utf-8"))
+    kinds = [_module_kind(module) for module in modules]
+    if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
+        raise ValueError(f"{folder / MODULES_FILE}: modules {' → '.join(kinds)}; bert-tf reads a Transformer, a "
+                         "Pooling and an optional Normalize.")
+    transformer = folder / modules[0].get("path", "")
+    pooling = _pooling(json.loads((folder / modules[1]["path"] / "config.json").read_text(encoding="utf-8")),
+                       folder / modules[1]["path"] / "config.json")
+    encoder = from_pretrained(transformer)
+    model = BertEmbedder(encoder, pooling=pooling, normalize=kinds[-1] == "Normalize")
+    return model, _seq_length(folder, transformer)
+
+
+def write_sentence_transformers_folder(model: BertEmbedder, out_dir, vocab_file=None, lower_case: bool | None = None,
+                                       seq_length: int | None = None) -> Path:
+    """Writes `model` as a sentence-transformers folder (the 2-to-5 layout) that `SentenceTransformer(out_dir)`
+    loads; `vocab_file`, `lower_case`: the encoder's unless given."""
+    encoder = model.encoder
+    out = write_hf_directory(encoder, out_dir, vocab_file or encoder.vocab_file,
+                             encoder.lower_case if lower_case is None else lower_case)
+    kinds = ["Transformer", "Pooling", *(["Normalize"] if model.normalize else [])]
+    paths = ["", "1_Pooling", "2_Normalize"]
+    modules = [{"idx": index, "name": str(index), "path": paths[index], "type": f"sentence_transformers.models.{kind}"}
+               for index, kind in enumerate(kinds)]
+    (out / MODULES_FILE).write_text(json.dumps(modules, indent=2) + "\n", encoding="utf-8")
+    pooling = {"word_embedding_dimension": encoder.config.hidden_size,
+               **{flag: name == model.pooling for name, flag in POOLING_FLAGS.items()},
+               "pooling_mode_mean_sqrt_len_tokens": False, "pooling_mode_weightedmean_tokens": False,
+               "pooling_mode_lasttoken": False, "include_prompt": True}
+    (out / "1_Pooling").mkdir(exist_ok=True)
+    (out / "1_Pooling" / "config.json").write_text(json.dumps(pooling, indent=2) + "\n", encoding="utf-8")
+    if model.normalize:
+        (out / "2_Normalize").mkdir(exist_ok=True)
+    length = seq_length or encoder.config.max_position_embeddings
+    (out / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": length, "do_lower_case": False})
+                                                   + "\n", encoding="utf-8")
+    (out / "config_sentence_transformers.json").write_text(json.dumps({"similarity_fn_name": "cosine"}) + "\n",
+                                                           encoding="utf-8")
+    return out
+
+
+SENTENCE_TRANSFORMERS_FOLDER = FolderFormat("sentence-transformers", is_sentence_transformers_folder,
+                                            read_sentence_transformers_folder, write_sentence_transformers_folder)
