@@ -19,10 +19,11 @@ def register(commands) -> None:
     parser = commands.add_parser(
         "evaluate", help="score a fine-tuned model, an export or a served model on a labelled data file",
         description="Read a data file in the format the model was trained on (CSV/TSV/JSONL with the same columns, "
-                    "unless --text-column and the others name them; CoNLL; SQuAD JSON) and print the task's scores: "
-                    "accuracy, macro-F1, MCC and per-class precision/recall/F1; entity-level precision/recall/F1 "
-                    "(conlleval); or SQuAD exact match/F1. An export is served on 127.0.0.1 for the run; with "
-                    "--server, the served model answers.")
+                    "unless --text-column and the others name them; CoNLL; SQuAD JSON; scored pairs, pairs or a BEIR "
+                    "folder) and print the task's scores: accuracy, macro-F1, MCC and per-class precision/recall/F1; "
+                    "entity-level precision/recall/F1 (conlleval); SQuAD exact match/F1; or for sentence embeddings "
+                    "STS Spearman/Pearson and retrieval nDCG@10, MRR@10, Recall@k. An export is served on 127.0.0.1 "
+                    "for the run; with --server, the served model answers.")
     parser.add_argument("--model", required=True,
                         help="model directory written by `bert-tf finetune`, or an export (`bert-tf export`'s version "
                              "folder, or its model folder); with --server, the served model's name")
