@@ -241,22 +241,27 @@ def run(settings: Settings) -> BenchmarkResult:
     if settings.data_file(*STS_DEV) is None:
         message = f"no {settings.data_dir.joinpath(*STS_DEV)} (the team data folder; set BERT_TF_DATA)"
         return BenchmarkResult(NAME, f"{title}\n\nSkipped: {message}.", {"skipped": message})
-    threads = usable_cores()
     texts = sentences(settings)
     with tempfile.TemporaryDirectory(prefix="embedding-speed-") as scratch_name:
         scratch = Path(scratch_name)
         model_dir = embedding_model_dir(settings, scratch / "model")
-        calls, float32_version = bert_tf_contenders(model_dir, scratch, threads)
-        folder = hf_folder(model_dir, scratch)
-        calls.update(sentence_transformers_contenders(folder, threads))
-        calls.update(onnx_runtime_contenders(folder, model_dir / "vocab.txt", scratch, threads))
-        agreed = agreement(calls, texts)
-        timings = race(calls, texts, settings)
+        agreed, timings, float32_version = contenders_race(model_dir, texts, scratch, settings)
         texts_file = scratch / "sentences.txt"
         texts_file.write_text("\n".join(texts) + "\n", encoding="utf-8")
         serving = served(float32_version, texts_file, scratch, settings)
         search_rows = search(model_dir, texts, scratch, settings)
     return report(title, texts, agreed, timings, serving, search_rows, settings)
+
+
+def contenders_race(model_dir: Path, texts: list[str], scratch: Path, settings: Settings):
+    """Every contender built, checked against bert-tf float32 and raced; (agreement, timings, the float32 export).
+    The models are let go on return, before the search's vectors take the memory."""
+    threads = usable_cores()
+    calls, float32_version = bert_tf_contenders(model_dir, scratch, threads)
+    folder = hf_folder(model_dir, scratch)
+    calls.update(sentence_transformers_contenders(folder, threads))
+    calls.update(onnx_runtime_contenders(folder, model_dir / "vocab.txt", scratch, threads))
+    return agreement(calls, texts), race(calls, texts, settings), float32_version
 
 
 def report(title, texts, agreed, timings, serving, search_rows, settings: Settings) -> BenchmarkResult:
