@@ -64,13 +64,14 @@ class Recipe:
     title: str
     data: str  # "stsb", "pairs" or "sentences": the training file (`training_file`)
     flags: tuple[str, ...]  # this recipe's `bert-tf finetune` flags
+    contenders: tuple[str, ...] = CONTENDERS
 
 
 RECIPES = (
     Recipe("cosent", "CoSENT on STS-B train", "stsb", ("--batch-size", "16", "--epochs", "1", "--seq-length", "128")),
     Recipe("matryoshka", "CoSENT + Matryoshka 256/128/64 on STS-B train", "stsb",
            ("--batch-size", "16", "--epochs", "1", "--seq-length", "128",
-            "--matryoshka-dims", ",".join(map(str, MATRYOSHKA_DIMS)))),
+            "--matryoshka-dims", ",".join(map(str, MATRYOSHKA_DIMS))), ("bert_tf",)),
     Recipe("pairs", "in-batch negatives on SQuAD question → paragraph + MRPC paraphrases", "pairs",
            ("--batch-size", "32", "--epochs", "1", "--seq-length", "128")),
     Recipe("simcse", f"unsupervised SimCSE on {BOOK_SENTENCES:,} book sentences", "sentences",
@@ -206,7 +207,7 @@ def reference_recipe(flags: list[str], scorer: Scorer) -> dict:
             "batch_size": config.batch_size, "learning_rate": config.learning_rate,
             "warmup_proportion": config.warmup_proportion, "weight_decay": config.weight_decay,
             "seq_length": config.seq_length, "scale": config.similarity_scale,
-            "matryoshka_dims": list(config.matryoshka_dims or ()), "evaluated_dims": list(CUTS),
+            "evaluated_dims": list(CUTS),
             "threads": REFERENCE_THREADS}
 
 
@@ -274,7 +275,7 @@ def run_all(settings: Settings, work: Path) -> dict:
     seeds = SEEDS[:1] if settings.quick else SEEDS
     for seed in seeds:  # every recipe's first seed first: a run stopped early still covers them all
         for recipe in recipes(settings):
-            for contender in CONTENDERS:
+            for contender in recipe.contenders:
                 key = f"{recipe.name}/{contender}/{seed}"
                 if key in results and results[key]["flags"] == finetune_flags(recipe, seed, settings, work):
                     continue
@@ -301,7 +302,9 @@ def mean_std(values: list[float]) -> dict:
 def summary(runs: dict, recipe: Recipe, read) -> dict:
     """Per contender, `read(result)` over the seeds run, and the rule between the two."""
     out = {contender: mean_std([read(result) for key, result in runs.items()
-                                if key.startswith(f"{recipe.name}/{contender}/")]) for contender in CONTENDERS}
+                                if key.startswith(f"{recipe.name}/{contender}/")]) for contender in recipe.contenders}
+    if len(out) == 1:
+        return out
     ours, theirs = out["bert_tf"], out["sentence_transformers"]
     bound = max(RULE_POINTS, 2 * max(ours["std"], theirs["std"]))
     difference = ours["mean"] - theirs["mean"]
@@ -335,7 +338,10 @@ def markdown(title: str, results: dict, summaries: dict, settings: Settings) -> 
     for recipe in recipes(settings):
         for metric, label in (("spearman", "STS-B dev Spearman"), ("ndcg@10", "SQuAD held-back nDCG@10")):
             entry = summaries[recipe.name][metric]
-            rule = entry["rule"]
+            rule = entry.get("rule")
+            if rule is None:  # bert-tf alone (its cuts are the point)
+                rows.append([recipe.title, label, _mean_std(entry["bert_tf"]), "not run", "", "", ""])
+                continue
             rows.append([recipe.title, label, _mean_std(entry["bert_tf"]), _mean_std(entry["sentence_transformers"]),
                          f"{rule['difference']:+.2f}", f"{rule['bound']:.2f}",
                          ("holds" if rule["holds"] else "**MISS**") if metric == "spearman" else "(not the rule)"])
@@ -344,7 +350,7 @@ def markdown(title: str, results: dict, summaries: dict, settings: Settings) -> 
                                                                             "recall@10", "recall@100"))]
                      for name, entry in results["baselines"].items()]
     for recipe in recipes(settings):
-        for contender in CONTENDERS:
+        for contender in recipe.contenders:
             chosen = [result for key, result in runs.items() if key.startswith(f"{recipe.name}/{contender}/")]
             baseline_rows.append([f"{recipe.name}, {contender} (mean of {len(chosen)})",
                                   f"{statistics.mean(r['scores']['spearman'] for r in chosen):.2f}",
@@ -354,7 +360,7 @@ def markdown(title: str, results: dict, summaries: dict, settings: Settings) -> 
                  for seed, entry in results["int8"].items()]
     cut_rows = []
     for recipe in recipes(settings):
-        for contender in CONTENDERS:
+        for contender in recipe.contenders:
             chosen = [result for key, result in runs.items() if key.startswith(f"{recipe.name}/{contender}/")]
             full = statistics.mean(r["scores"]["spearman"] for r in chosen)
             cuts = [statistics.mean(r["scores"][f"spearman@{dim}"] for r in chosen) for dim in CUTS]
@@ -375,7 +381,7 @@ def markdown(title: str, results: dict, summaries: dict, settings: Settings) -> 
 From `../shared/data/pretrained/bert-mini-uncased-books` (BERT-Mini, L4/H256, mean pooling): **bert_tf** =
 `bert-tf finetune --task embed`, its vectors from `bert-tf embed` on the trained model directory;
 **sentence_transformers** = sentence-transformers 6.2's `Transformer` + mean `Pooling` modules and its loss modules
-(`CoSENTLoss`, `MultipleNegativesRankingLoss`, `MatryoshkaLoss`), trained by `benchmarks.sentence_transformers_reference`
+(`CoSENTLoss`, `MultipleNegativesRankingLoss`; the Matryoshka recipe is bert-tf's alone, for its cuts), trained by `benchmarks.sentence_transformers_reference`
 on the same examples with the same recipe (AdamW β 0.9/0.999, ε 1e-6, weight decay 0.01 but on biases and LayerNorm
 weights, warm-up over 10% of the steps then linear decay, clipping at norm 1, scale 20, dropout 0.1; each its own
 seeded data order) and scored by its own evaluators. Shared flags: `{' '.join(COMMON_FLAGS)}`; per recipe below.

@@ -5,8 +5,7 @@
 From the checkpoint (a Hugging Face BERT folder), a `SentenceTransformer` of its `Transformer` and mean `Pooling`
 modules trains on the recipe's file (read by bert-tf's reader, so both frameworks see the same examples) with
 sentence-transformers' own loss modules: `CoSENTLoss` for scored pairs, `MultipleNegativesRankingLoss` for pairs
-and for sentences (each paired with itself: unsupervised SimCSE), wrapped in `MatryoshkaLoss` when the recipe
-names sizes. The loop is the one sentence-transformers' trainer (transformers' `Trainer`) runs, written out here
+and for sentences (each paired with itself: unsupervised SimCSE). The loop is the one sentence-transformers' trainer (transformers' `Trainer`) runs, written out here
 because that trainer needs `datasets` and `accelerate`, which nothing else in this project uses: batches of the
 examples in a seeded order drawn anew each epoch, AdamW with bert-tf's recipe (`benchmarks.torch_reference`:
 weight decay but on biases and LayerNorm weights, linear warm-up and decay, clipping at global norm 1).
@@ -45,9 +44,9 @@ def build_model(checkpoint: str, seq_length: int):
 def build_loss(model, recipe: dict, kind: str):
     from sentence_transformers.sentence_transformer import losses
 
-    loss = losses.CoSENTLoss(model, scale=recipe["scale"]) if kind == "scored" else \
-        losses.MultipleNegativesRankingLoss(model, scale=recipe["scale"])
-    return losses.MatryoshkaLoss(model, loss, recipe["matryoshka_dims"]) if recipe["matryoshka_dims"] else loss
+    if kind == "scored":
+        return losses.CoSENTLoss(model, scale=recipe["scale"])
+    return losses.MultipleNegativesRankingLoss(model, scale=recipe["scale"])
 
 
 def train(model, recipe: dict) -> dict:
