@@ -39,22 +39,23 @@ def compare_with_teacher(config: FinetuneConfig, student_scores: dict) -> tuple[
     teacher, student = (bert_tf.load_model_directory(path) for path in (config.teacher, config.output_dir))
     task = task_from_directory(teacher)
     examples = task.read(config.dev_file or config.train_file)
-    sample = task.prepare(task.subset(examples, range(min(len(examples), SPEED_BATCHES * config.batch_size))),
-                          training=False)
+    count = min(len(examples), SPEED_BATCHES * config.batch_size)
+    sample = task.prepare(task.subset(examples, range(count)), training=False)
     metric = config.primary_metric()
     teacher_score = None
     if config.dev_file:
         teacher_score = task.evaluate(teacher.model, task.prepare(examples, training=False), config.batch_size)[metric]
     return tuple(ModelFigures(score, directory.model.count_params(), _megabytes(directory.path),
-                              _examples_per_second(task, directory.model, sample, config.batch_size))
+                              _examples_per_second(task, directory.model, sample, count, config.batch_size))
                  for score, directory in ((teacher_score, teacher), (student_scores.get(metric), student)))
 
 
-def _examples_per_second(task: FinetuneTask, model, data, batch_size: int) -> float:
+def _examples_per_second(task: FinetuneTask, model, data, count: int, batch_size: int) -> float:
+    """How many of the `count` examples `data` holds (as `task.prepare` made them) `model` runs through per second."""
     task.outputs(model, data, batch_size)  # builds the model's graphs for these batches
     started = time.perf_counter()
     task.outputs(model, data, batch_size)
-    return len(data.examples) / (time.perf_counter() - started)
+    return count / (time.perf_counter() - started)
 
 
 def _megabytes(directory: Path) -> float:

@@ -100,6 +100,12 @@ class Task(abc.ABC):
         return {}
 
     @classmethod
+    def sentence_projection(cls, model: keras.Model) -> keras.layers.Layer | None:
+        """The layer the model maps its pooled sentence vectors through before normalising them (a distilled
+        embedding student's, into its teacher's space: `bert-tf embed` applies it too), or None."""
+        return None
+
+    @classmethod
     def spec_for_model(cls, model: keras.Model, spec: TaskSpec) -> TaskSpec:
         """`spec` completed with what the loaded `model` fixes (its label names, its classification mode)."""
         return spec
@@ -113,6 +119,7 @@ class FinetuneTask(Task):
     hf_head_name = ""  # its head's weight names there
     config_fields: tuple[str, ...] = ()  # the fine-tuning settings (`pipelines.FinetuneConfig`) only this task takes
     learns_from_unlabeled_text = False  # a teacher can label raw text for its students (`labelled_by`)
+    distils_layers = True  # a student can also match the teacher's hidden states and attention (`Distiller`)
     input_fields: tuple[tuple[str, ...], tuple[str, ...]] = (("text",), ())  # an example's fields: required, optional
     per_position = False  # the model's outputs are per token ([batch, length, ...])
     label_padding = 0  # the label of padding positions (per-token labels only)
