@@ -245,12 +245,16 @@ class FinetuneTask(Task):
         return batch_examples(dataset, lengths, batch_size, self.seq_length, training=True, bucketing=bucketing,
                               seed=seed, pad_id=self.tokenizer.vocabulary.pad_id, label_padding=self.label_padding)
 
+    def prediction_batches(self, data, batch_size: int) -> tf.data.Dataset:
+        """The model inputs of every sequence of `data`, in order, `batch_size` at a time: what `outputs` runs."""
+        dataset, lengths = self.dataset(data)
+        return batch_examples(dataset, lengths, batch_size, self.seq_length, training=False,
+                              pad_id=self.tokenizer.vocabulary.pad_id, label_padding=self.label_padding)
+
     def outputs(self, model: keras.Model, data, batch_size: int, progress: bool = False) -> list:
         """The model's outputs for every sequence of `data`, in order."""
-        dataset, lengths = self.dataset(data)
-        batches = batch_examples(dataset, lengths, batch_size, self.seq_length, training=False,
-                                 pad_id=self.tokenizer.vocabulary.pad_id, label_padding=self.label_padding)
-        return predict_examples(model, batches, per_position=self.per_position, progress=progress)
+        return predict_examples(model, self.prediction_batches(data, batch_size), per_position=self.per_position,
+                                progress=progress)
 
     def evaluate(self, model: keras.Model, data, batch_size: int, progress: bool = False) -> dict:
         return self.scores(data, self.outputs(model, data, batch_size, progress))

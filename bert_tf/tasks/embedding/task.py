@@ -40,7 +40,6 @@ from bert_tf.tasks.embedding.losses import CoSENTLoss, CosineSimilarityLoss, InB
 from bert_tf.tasks.embedding.metrics import format_retrieval, format_sts, retrieval_scores, sts_scores
 from bert_tf.tasks.embedding.model import BertEmbedder
 from bert_tf.tasks.embedding.retrieval_data import RetrievalSet, read_retrieval_set
-from bert_tf.tasks.model_outputs import predict_examples
 from bert_tf.tasks.text_serving import text_packer
 
 SCORED_LOSSES = ("cosent", "cosine")
@@ -188,12 +187,11 @@ class EmbeddingTask(FinetuneTask):
         count = math.ceil(len(data.labels) / batch_size)
         return batches.apply(tf.data.experimental.assert_cardinality(count)).prefetch(tf.data.AUTOTUNE)
 
-    def outputs(self, model, data, batch_size, progress=False):
-        """The vector of each distinct text of `data`, in order."""
+    def prediction_batches(self, data, batch_size):
+        """The ids of each distinct text of `data`, in order (`outputs`: its vector), each batch padded to its longest."""
         pack = text_packer(self.tokenizer, self.spec, padding="longest")
         batches = tf.data.Dataset.from_tensor_slices(np.array(data.texts, dtype=object)).batch(batch_size)
-        batches = batches.map(lambda texts: pack([texts])).prefetch(tf.data.AUTOTUNE)
-        return predict_examples(model, batches, per_position=False, progress=progress)
+        return batches.map(lambda texts: pack([texts])).prefetch(tf.data.AUTOTUNE)
 
     def build_model(self, encoder, dropout):
         """A `BertEmbedder` of the spec's pooling, normalisation and size (a projection where the encoder is of another
