@@ -74,6 +74,9 @@ def test_a_narrower_student_built_from_the_teachers_spec_projects_into_its_space
     np.testing.assert_allclose(saved.model(grouped_ids()), vectors, atol=1e-6)
     same_width = task_from_spec(spec, bert_tf.BertTokenizer(vocab)).build_model(encoder(16), dropout=0.0)
     assert same_width.projection is None and same_width.embedding_size == 16
+    spec.replace(embedding_dims=12).check_fits(student.encoder.config)  # a Matryoshka cut of the 16 values
+    with pytest.raises(ValueError, match="embedding_dims 17 is more than the model's 16 values"):
+        spec.replace(embedding_dims=17).check_fits(student.encoder.config)
 
 
 def test_a_student_of_another_size_or_layer_losses_are_refused_in_one_line():
