@@ -12,7 +12,8 @@ CoSENT) it is mixed with (`--soft-weight`). For unit vectors (`normalize`, the d
 cosine term, so the two choices agree; for unnormalised ones it also matches the length, which inner-product
 search ranks by. A student narrower than the teacher's vectors maps its pooled vector into the teacher's space
 through a learned projection (`BertEmbedder(embedding_size=...)`), which it keeps: the exported student answers
-vectors in the teacher's space, so they may replace the teacher's in an index.
+vectors of the teacher's size, in its space as far as it learnt it (an index is best rebuilt with the student:
+the teacher's vectors of different sentences often lie closer together than the student comes to them).
 
 Example:
     >>> import numpy as np
