@@ -37,19 +37,19 @@ def test_the_term_is_the_squared_distance_to_the_teachers_vectors_and_mixes_with
     teacher, student = rng.normal(size=[3, 2, 5]), rng.normal(size=[3, 2, 5])
     expected = np.mean([np.sum((student[i, j] - teacher[i, j]) ** 2) for i in range(3) for j in range(2)])
     assert float(vector_distance(teacher, student)) == pytest.approx(expected, rel=1e-6)
-    units = teacher / np.linalg.norm(teacher, axis=-1, keepdims=True), student / np.linalg.norm(student, axis=-1,
-                                                                                               keepdims=True)
-    cosines = np.sum(units[0] * units[1], axis=-1)
-    assert float(vector_distance(*units)) == pytest.approx(np.mean(2 - 2 * cosines), rel=1e-6)  # the cosine term
+    teacher_unit = teacher / np.linalg.norm(teacher, axis=-1, keepdims=True)
+    student_unit = student / np.linalg.norm(student, axis=-1, keepdims=True)
+    cosines = np.sum(teacher_unit * student_unit, axis=-1)
+    assert float(vector_distance(teacher_unit, student_unit)) == pytest.approx(np.mean(2 - 2 * cosines), rel=1e-6)
     model = BertEmbedder(encoder(8))
     assert float(soft_target_loss(model, tf.constant(teacher), tf.constant(student), None, 2.0)) == pytest.approx(
         expected, rel=1e-6)  # the task's term, whatever the temperature
 
-    big = BertEmbedder(encoder(8, seed=1))
-    distiller = Distiller(model, big, soft_weight=0.25)
+    teacher_model = BertEmbedder(encoder(8, seed=1))
+    distiller = Distiller(model, teacher_model, soft_weight=0.25)
     distiller.compile(create_optimizer(1e-3, 10, 1))
     inputs, labels = grouped_ids(), tf.zeros([8])
-    mine, theirs = model(inputs).numpy(), big(inputs).numpy()
+    mine, theirs = model(inputs).numpy(), teacher_model(inputs).numpy()
     hard = float(InBatchNegativesLoss()(labels, mine))
     soft = np.mean(np.sum((mine - theirs) ** 2, axis=-1))
     assert float(distiller.compute_loss(inputs, labels, distiller(inputs))) == pytest.approx(
