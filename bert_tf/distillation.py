@@ -6,7 +6,9 @@ The loss (Hinton et al., 2015; DistilBERT) is
 
 per task head: classification logits [batch, classes] (multi-label: the KL of each class's sigmoid;
 regression: the squared difference, without T), NER logits [batch, seq, tags] over the labelled
-positions (each word's first piece), SQuAD start and end logits [batch, seq] (their mean). `fit`
+positions (each word's first piece), SQuAD start and end logits [batch, seq] (their mean); for sentence
+embeddings, the squared distance of the student's vectors to the teacher's, without T
+(`bert_tf.tasks.embedding.distillation`). `fit`
 drives it with the task's own batches, so callbacks, distribution strategies and mixed precision
 work as in fine-tuning; the teacher runs in inference mode and is not trained. `soft_loss` and
 `hard_loss` are logged beside `loss`.
@@ -162,8 +164,8 @@ def checked_layer_map(layer_map, student_layers: int, teacher_layers: int) -> tu
 
 
 def check_student(student: keras.Model, teacher: keras.Model) -> None:
-    """ValueError, in one line, unless the student can learn the teacher's task: the same head, outputs and
-    vocabulary size."""
+    """ValueError, in one line, unless the student can learn the teacher's task: the same head, outputs (classes,
+    labels, vector size) and vocabulary size."""
     kind = type(teacher)
     task_models = [task_named(name).model_class for name in FINETUNED_TASKS]
     if kind not in task_models:
@@ -171,7 +173,7 @@ def check_student(student: keras.Model, teacher: keras.Model) -> None:
                          f"not a {kind.__name__}.")
     if type(student) is not kind:
         raise ValueError(f"The student is a {type(student).__name__}, the teacher a {kind.__name__}: they must match.")
-    for setting in ("mode", "num_classes", "num_labels"):
+    for setting in ("mode", "num_classes", "num_labels", "embedding_size"):
         if getattr(student, setting, None) != getattr(teacher, setting, None):
             raise ValueError(f"The student's {setting} ({getattr(student, setting)}) differs from the teacher's "
                              f"({getattr(teacher, setting)}).")

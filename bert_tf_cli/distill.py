@@ -1,4 +1,5 @@
-"""`bert-tf distill`: a smaller student learns a fine-tuned teacher's task from its soft targets and the labels."""
+"""`bert-tf distill`: a smaller student learns a fine-tuned teacher's task from its soft targets (an embedding
+teacher's: its vectors) and the labels."""
 
 from bert_tf_cli.config_defaults import dataclass_defaults
 from bert_tf_cli.finetune import add_training_arguments, finetune_config, flags_of, preset_names, print_result
@@ -24,9 +25,13 @@ def register(commands) -> None:
                     "the teacher's soft targets at --temperature, mixed by --soft-weight; Keras fit as in finetune, "
                     "the dev file scored after every epoch. --student is a checkpoint with the teacher's vocabulary, "
                     "a preset name or bert_config.json (a random start), or `teacher`: --student-layers of the "
-                    "teacher's own layers, every k-th (DistilBERT). The output is an ordinary model directory.")
+                    "teacher's own layers, every k-th (DistilBERT). A sentence-embedding teacher's student learns "
+                    "its vectors (the squared distance to them is the soft loss, without temperature; a narrower "
+                    "student keeps a projection to the teacher's size), from a file of sentences, a line each, as "
+                    "well as from pairs. The output is an ordinary model directory.")
     parser.add_argument("--teacher", required=True, help="fine-tuned model directory (bert-tf finetune's --out)")
-    parser.add_argument("--train", required=True, help="training file, in the teacher's task's format")
+    parser.add_argument("--train", required=True,
+                        help="training file, in the teacher's task's format (an embedding teacher's: also sentences)")
     parser.add_argument("--dev", help="dev file, scored after every epoch")
     parser.add_argument("--student", required=True,
                         help=f"checkpoint, preset name ({preset_names()}), bert_config.json, or `teacher`")

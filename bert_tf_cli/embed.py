@@ -26,7 +26,8 @@ def register(commands) -> None:
     parser.add_argument("--pooling", choices=POOLINGS,
                         help="sentence vector: [CLS] vector, the pooler's output, mask-aware mean, max, or mean and "
                              "max concatenated (default: the pooling a sentence-embedding model was trained with, "
-                             "else mean)")
+                             "else mean; a distilled student's vectors are in its teacher's space with that pooling "
+                             "of the last layer only)")
     parser.add_argument("--layer", nargs="+", default=["-1"], metavar="L",
                         help="transformer block to read: 0 is the first, -1 the last (default), 'embeddings' "
                              "the embeddings' output before the first; several, as '--layer -4 -3 -2 -1', are "
@@ -93,7 +94,10 @@ def run(args) -> None:
     normalize = trained.get("normalize", False) if args.normalize is None else args.normalize
     config = EmbeddingConfig(pooling=args.pooling or trained.get("pooling", "mean"), layers=_layers(args.layer),
                              normalize=normalize, skip_special_tokens=args.skip_special, batch_size=args.batch_size)
-    embedder = TextEmbedder(model.encoder, model.tokenizer, config, max_length=model.max_length)
+    # A distilled student's projection into its teacher's space follows the pooling of the last layer it learnt on.
+    as_trained = not args.tokens and (config.pooling, config.layers) == (trained.get("pooling"), (-1,))
+    embedder = TextEmbedder(model.encoder, model.tokenizer, config, max_length=model.max_length,
+                            projection=model.projection if as_trained else None)
     with tempfile.TemporaryDirectory(prefix="bert-tf-embed-") as scratch:
         count = embed_file(embedder, _text_file(args, Path(scratch)), args.out, tokens=args.tokens,
                            progress=not args.no_progress, pairs=args.pairs)

@@ -161,6 +161,9 @@ class FinetuneConfig:
         if (self.unlabeled_files or self.augment_copies) and not task_named(self.task).learns_from_unlabeled_text:
             raise ValueError("FinetuneConfig: unlabeled and augmented text teach classification and NER students, not "
                              f"{self.task} ones.")
+        if (self.hidden_weight or self.attention_weight) and not task_named(self.task).distils_layers:
+            raise ValueError("FinetuneConfig: hidden_weight and attention_weight match the layers of classification, "
+                             f"NER and SQuAD students, not {self.task} ones.")
         if self.teacher is not None:
             if self.init == "teacher" and self.student_layers is None:
                 raise ValueError("FinetuneConfig: init='teacher' needs student_layers: how many of the teacher's "

@@ -1,5 +1,6 @@
 """A distilled student beside its teacher: the dev score and the share of the teacher's it keeps, the parameters,
-the size on disk and the speed (a quick measure: a few batches through each model, after a pass that builds them).
+the size on disk and the speed (a quick measure: a few batches through each model, tokenized beforehand, after a pass
+that builds them).
 
 `bert-tf distill` prints it at the end. Both models are scored and timed on the same data, the run's dev file
 (the training file's first examples for the speed when there is none, and no scores).
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import bert_tf
 from bert_tf.tasks.base import FinetuneTask
+from bert_tf.tasks.model_outputs import predict_examples
 from bert_tf.tasks.registry import task_from_directory
 from pipelines.finetune_config import FinetuneConfig
 
@@ -39,22 +41,25 @@ def compare_with_teacher(config: FinetuneConfig, student_scores: dict) -> tuple[
     teacher, student = (bert_tf.load_model_directory(path) for path in (config.teacher, config.output_dir))
     task = task_from_directory(teacher)
     examples = task.read(config.dev_file or config.train_file)
-    sample = task.prepare(task.subset(examples, range(min(len(examples), SPEED_BATCHES * config.batch_size))),
-                          training=False)
+    count = min(len(examples), SPEED_BATCHES * config.batch_size)
+    sample = task.prepare(task.subset(examples, range(count)), training=False)
+    batches = task.prediction_batches(sample, config.batch_size).cache()  # tokenized once, by the first pass
     metric = config.primary_metric()
     teacher_score = None
     if config.dev_file:
         teacher_score = task.evaluate(teacher.model, task.prepare(examples, training=False), config.batch_size)[metric]
     return tuple(ModelFigures(score, directory.model.count_params(), _megabytes(directory.path),
-                              _examples_per_second(task, directory.model, sample, config.batch_size))
+                              _examples_per_second(task, directory.model, batches, count))
                  for score, directory in ((teacher_score, teacher), (student_scores.get(metric), student)))
 
 
-def _examples_per_second(task: FinetuneTask, model, data, batch_size: int) -> float:
-    task.outputs(model, data, batch_size)  # builds the model's graphs for these batches
+def _examples_per_second(task: FinetuneTask, model, batches, count: int) -> float:
+    """How many of the `count` examples whose inputs `batches` holds (`task.prediction_batches`) `model` runs through
+    per second, the text already tokenized."""
+    predict_examples(model, batches, task.per_position)  # builds the model's graphs for these batches
     started = time.perf_counter()
-    task.outputs(model, data, batch_size)
-    return len(data.examples) / (time.perf_counter() - started)
+    predict_examples(model, batches, task.per_position)
+    return count / (time.perf_counter() - started)
 
 
 def _megabytes(directory: Path) -> float:

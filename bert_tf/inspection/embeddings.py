@@ -122,14 +122,18 @@ class TextEmbedder:
             tokenizer's graph is traced once per embedder, the encoder's once per config).
         max_length: most tokens per text, [CLS] and [SEP] included (default: the encoder's
             `max_position_embeddings`); longer texts are truncated with a warning.
+        projection: a layer every sentence vector goes through after pooling, before normalising (a distilled
+            embedding student's map into its teacher's space, `InspectionModel.projection`: for the pooling and
+            layer it was trained on); token vectors do not.
     """
 
     def __init__(self, encoder: BertModel | ExportedEncoder, tokenizer: BertTokenizer,
-                 config: EmbeddingConfig = EmbeddingConfig(), max_length: int | None = None):
+                 config: EmbeddingConfig = EmbeddingConfig(), max_length: int | None = None, projection=None):
         max_length = max_length or encoder.config.max_position_embeddings
         check_sequence_length(max_length, encoder.config.max_position_embeddings, "max_length")
         self.encoder = encoder
         self.tokenizer = tokenizer
+        self.projection = projection
         self.max_length = max_length
         self.preprocessor = BertPreprocessor(tokenizer, seq_length=max_length, padding="longest")
         def traced_prepare(segments: int, with_offsets: bool):
@@ -145,6 +149,8 @@ class TextEmbedder:
     def dim(self, config: EmbeddingConfig | None = None) -> int:
         """The size of each output vector."""
         config = config or self.config
+        if self.projection is not None:
+            return self.projection.units
         size = self.encoder.config.hidden_size * len(config.layers)
         return 2 * size if config.pooling == "mean_max" else size
 
@@ -268,6 +274,8 @@ class TextEmbedder:
                 ids = inputs["input_word_ids"]
                 token_mask *= tf.cast((ids != vocabulary.cls_id) & (ids != vocabulary.sep_id), token_mask.dtype)
             vectors = pool_tokens(_concatenated(outputs, layers), token_mask, config.pooling)
+        if self.projection is not None:
+            vectors = self.projection(tf.cast(vectors, tf.float32))
         return l2_normalize(vectors) if config.normalize else vectors
 
     def _token_vectors(self, inputs, config: EmbeddingConfig, layers: tuple[int, ...]):

@@ -18,6 +18,8 @@ import dataclasses
 import logging
 from pathlib import Path
 
+import keras
+
 from bert_tf.checkpoints import assign_weights, check_vocabulary_fits, read_checkpoint
 from bert_tf.config import check_sequence_length
 from bert_tf.inspection.exported_encoder import ExportedEncoder, is_saved_model
@@ -25,6 +27,7 @@ from bert_tf.layers.initializer import weights_loaded_next
 from bert_tf.model import BertModel
 from bert_tf.model_directory import is_bert_tf_directory, load_model_directory
 from bert_tf.pretrainer import BertPretrainer
+from bert_tf.tasks.registry import task_named
 from bert_tf.tasks.spec import TaskSpec
 from bert_tf.tokenizer import BertTokenizer
 
@@ -46,6 +49,8 @@ class InspectionModel:
     source: str
     has_pooler: bool = True  # False for checkpoints without pooler weights (Hugging Face BertForMaskedLM)
     task: TaskSpec | None = None  # a bert-tf model directory's task (`load_model_directory`); None for other formats
+    # The layer a sentence-embedding model maps its pooled vectors through (`Task.sentence_projection`), or None.
+    projection: keras.layers.Layer | None = None
 
     def require_pretrainer(self) -> BertPretrainer:
         """The pretrainer, or a clear error when the checkpoint has no masked-LM head."""
@@ -69,7 +74,7 @@ def load_inspection_model(path, vocab_file=None, lower_case: bool | None = None,
     model (bert-tf directories, SavedModels), else `max_position_embeddings`.
     """
     directory = Path(path)
-    has_pooler, task = True, None
+    has_pooler, task, projection = True, None, None
     if is_bert_tf_directory(directory / "model"):
         directory = directory / "model"  # the output folder of `bert-tf pretrain`
     if is_saved_model(directory):
@@ -83,6 +88,7 @@ def load_inspection_model(path, vocab_file=None, lower_case: bool | None = None,
         encoder = model if isinstance(model, BertModel) else model.encoder
         checkpoint_vocab, checkpoint_lower_case = loaded.vocab_file, loaded.lower_case
         seq_length, task = loaded.task.seq_length, loaded.task
+        projection = task_named(task.task).sentence_projection(model)
     else:
         encoder, pretrainer, checkpoint_vocab, checkpoint_lower_case, has_pooler = _read_any_checkpoint(path)
         seq_length = None
@@ -96,7 +102,7 @@ def load_inspection_model(path, vocab_file=None, lower_case: bool | None = None,
     if max_length is not None:
         check_sequence_length(max_length, limit, "max_length")
     max_length = max_length or min(int(seq_length or limit), limit)
-    return InspectionModel(encoder, tokenizer, pretrainer, max_length, str(path), has_pooler, task)
+    return InspectionModel(encoder, tokenizer, pretrainer, max_length, str(path), has_pooler, task, projection)
 
 
 def _read_any_checkpoint(path):

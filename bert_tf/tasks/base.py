@@ -114,6 +114,12 @@ class Task(abc.ABC):
         return {}
 
     @classmethod
+    def sentence_projection(cls, model: keras.Model) -> keras.layers.Layer | None:
+        """The layer the model maps its pooled sentence vectors through before normalising them (a distilled
+        embedding student's, into its teacher's space: `bert-tf embed` applies it too), or None."""
+        return None
+
+    @classmethod
     def spec_for_model(cls, model: keras.Model, spec: TaskSpec) -> TaskSpec:
         """`spec` completed with what the loaded `model` fixes (its label names, its classification mode)."""
         return spec
@@ -127,6 +133,7 @@ class FinetuneTask(Task):
     hf_head_name = ""  # its head's weight names there
     config_fields: tuple[str, ...] = ()  # the fine-tuning settings (`pipelines.FinetuneConfig`) only this task takes
     learns_from_unlabeled_text = False  # a teacher can label raw text for its students (`labelled_by`)
+    distils_layers = True  # a student can also match the teacher's hidden states and attention (`Distiller`)
     input_fields: tuple[tuple[str, ...], tuple[str, ...]] = (("text",), ())  # an example's fields: required, optional
     per_position = False  # the model's outputs are per token ([batch, length, ...])
     label_padding = 0  # the label of padding positions (per-token labels only)
@@ -252,12 +259,16 @@ class FinetuneTask(Task):
         return batch_examples(dataset, lengths, batch_size, self.seq_length, training=True, bucketing=bucketing,
                               seed=seed, pad_id=self.tokenizer.vocabulary.pad_id, label_padding=self.label_padding)
 
+    def prediction_batches(self, data, batch_size: int) -> tf.data.Dataset:
+        """The model inputs of every sequence of `data`, in order, `batch_size` at a time: what `outputs` runs."""
+        dataset, lengths = self.dataset(data)
+        return batch_examples(dataset, lengths, batch_size, self.seq_length, training=False,
+                              pad_id=self.tokenizer.vocabulary.pad_id, label_padding=self.label_padding)
+
     def outputs(self, model: keras.Model, data, batch_size: int, progress: bool = False) -> list:
         """The model's outputs for every sequence of `data`, in order."""
-        dataset, lengths = self.dataset(data)
-        batches = batch_examples(dataset, lengths, batch_size, self.seq_length, training=False,
-                                 pad_id=self.tokenizer.vocabulary.pad_id, label_padding=self.label_padding)
-        return predict_examples(model, batches, per_position=self.per_position, progress=progress)
+        return predict_examples(model, self.prediction_batches(data, batch_size), per_position=self.per_position,
+                                progress=progress)
 
     def evaluate(self, model: keras.Model, data, batch_size: int, progress: bool = False) -> dict:
         return self.scores(data, self.outputs(model, data, batch_size, progress))

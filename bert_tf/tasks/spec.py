@@ -10,7 +10,7 @@ cannot disagree. The defaults here are the only ones (BERT's `run_squad.py` for 
 | classify | `BertClassifier` | label_names, text_pair, truncation, multi_label(_threshold), columns, label_separator |
 | ner | `BertTokenClassifier` | label_names, label_scheme |
 | squad | `BertSpanLabeler` | doc_stride, max_query_length, max_answer_length, n_best_size, null_score_threshold, version_2 |
-| embed | `BertEmbedder` | pooling, normalize, score_range, embedding_dims |
+| embed | `BertEmbedder` | pooling, normalize, score_range, embedding_size, embedding_dims |
 | encoder, pretrainer | `BertModel`, `BertPretrainer` | text_pair, truncation |
 
 Long inputs: every raw text is first cut to `max_text_bytes` UTF-8 bytes (a bound on the cost of
@@ -67,6 +67,9 @@ class TaskSpec:
     pooling: str = "mean"  # POOLINGS: the mean of the real tokens' vectors, the [CLS] vector, or their maximum
     normalize: bool = True  # vectors of length 1 (cosine similarity is then their inner product)
     score_range: tuple[float, float] = (0.0, 5.0)  # the similarity scores of scored pairs (STS-B: 0 to 5)
+    # The vectors' size: the encoder's width, or another through a learned linear projection after the pooling (a
+    # distilled student's, into its teacher's space); 0: not known yet (the encoder's width when the model is built).
+    embedding_size: int = 0
     embedding_dims: int = 0  # vectors cut to their first this many values (a Matryoshka size) and renormalised; 0: whole
 
     def __post_init__(self):
@@ -83,6 +86,9 @@ class TaskSpec:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}.")
         if isinstance(self.embedding_dims, bool) or not isinstance(self.embedding_dims, int) or self.embedding_dims < 0:
             raise ValueError(f"embedding_dims must be an integer >= 0 (0: the whole vector), got {self.embedding_dims!r}.")
+        if isinstance(self.embedding_size, bool) or not isinstance(self.embedding_size, int) or self.embedding_size < 0:
+            raise ValueError(f"embedding_size must be an integer >= 0 (0: the encoder's width), got "
+                             f"{self.embedding_size!r}.")
         if self.seq_length < self.shortest_seq_length():
             raise ValueError(f"seq_length {self.seq_length} is too short for task {self.task!r} "
                              f"(at least {self.shortest_seq_length()}).")
@@ -105,10 +111,11 @@ class TaskSpec:
 
     def check_fits(self, config) -> None:
         """Raises if seq_length does not fit the encoder's `BertConfig` (`BertConfig.check_sequence_length`), or
-        embedding_dims its width."""
+        embedding_dims the vectors' size (`embedding_size`, else the encoder's width)."""
         config.check_sequence_length(self.seq_length, shortest=self.shortest_seq_length())
-        if self.embedding_dims > config.hidden_size:
-            raise ValueError(f"embedding_dims {self.embedding_dims} is more than the model's {config.hidden_size} values.")
+        size = self.embedding_size or config.hidden_size
+        if self.embedding_dims > size:
+            raise ValueError(f"embedding_dims {self.embedding_dims} is more than the model's {size} values.")
 
     def to_metadata(self) -> dict:
         """JSON-ready form, as stored in `bert_tf.json`."""

@@ -10,7 +10,8 @@ What a file holds decides how it trains (`EmbeddingExamples.kind`):
 - "sentences": one text per example (a `.txt` file, a line each; or a `text` / `sentence` column) —
   unsupervised SimCSE, each sentence paired with itself.
 CSV, TSV and JSONL files are read as `bert_tf.tasks.data_rows` reads them. Scores must lie in the declared
-`score_range` (0–5 by default, STS-B's); a line outside it is an error that names it.
+`score_range` (0–5 by default, STS-B's); a line outside it is an error that names it. A `label` column without a
+score is a classification (or NLI) file: an error, not texts whose labels would be dropped.
 
 Example:
     >>> examples = read_embedding_file("../shared/data/stsb/sts-dev.csv")  # doctest: +SKIP
@@ -89,6 +90,10 @@ def _column_rows(path: Path):
     else:
         raise ValueError(f"{path}: no known text columns among {list(available)}; use sentence1/sentence2/score "
                          "(scored pairs), anchor/positive[/negative] (pairs), or text (sentences).")
+    if score is None and "label" in available:
+        raise ValueError(f"{path} has a label column, as classification files have: sentence embeddings read scored "
+                         "pairs (sentence1/sentence2/score), pairs (anchor/positive[/negative]) or sentences (text, or "
+                         "a .txt file of a line each).")
     for number, row in rows:
         yield number, tuple(str(row[column]) for column in columns), None if score is None else row[score]
 

@@ -3,7 +3,9 @@
 Given the usual id tensors [batch, seq] it returns float32 vectors [batch, hidden]; given a group of texts per
 example, ids [batch, texts, seq] (what training on pairs and triples feeds it), vectors [batch, texts, hidden],
 every text through the same weights. Pooling: "mean" of the real tokens' vectors (`input_mask`; Sentence-BERT's
-default), the "cls" token's vector, or their "max" over the real tokens; `normalize` gives vectors of length 1,
+default), the "cls" token's vector, or their "max" over the real tokens; `embedding_size` other than the
+encoder's width adds a learned linear projection of the pooled vector to that size (sentence-transformers'
+Dense module: a distilled student's map into its wider teacher's space); `normalize` gives vectors of length 1,
 so that cosine similarity is their inner product.
 
 Example:
@@ -13,6 +15,8 @@ Example:
     >>> vectors = model({"input_word_ids": np.array([[2, 7, 9, 3]]), "input_mask": np.array([[1, 1, 1, 1]])})
     >>> tuple(vectors.shape), round(float(np.linalg.norm(vectors[0])), 4)
     ((1, 128), 1.0)
+    >>> tuple(BertEmbedder(encoder, embedding_size=256)({"input_word_ids": np.array([[2, 7, 3]])}).shape)
+    (1, 256)
 """
 
 from __future__ import annotations
@@ -28,16 +32,28 @@ from bert_tf.tasks.task_model import BertTaskModel
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertEmbedder(BertTaskModel):
-    """The encoder's `sequence_output`, pooled (`pooling`) and, with `normalize`, scaled to length 1."""
+    """The encoder's `sequence_output`, pooled (`pooling`), projected to `embedding_size` values where that is not the
+    encoder's width (None: it is), and, with `normalize`, scaled to length 1."""
 
     encoder_output = "sequence_output"
     text_padding = "longest"  # padding is masked out of every pooling: a batch of texts is padded to its longest
 
-    def __init__(self, encoder: BertModel, pooling: str = "mean", normalize: bool = True, **kwargs):
+    def __init__(self, encoder: BertModel, pooling: str = "mean", normalize: bool = True,
+                 embedding_size: int | None = None, **kwargs):
         super().__init__(encoder, **kwargs)
         if pooling not in POOLINGS:
             raise ValueError(f"BertEmbedder: unknown pooling {pooling!r}; use one of {list(POOLINGS)}.")
+        width = encoder.config.hidden_size
+        if embedding_size is not None and (isinstance(embedding_size, bool) or not isinstance(embedding_size, int)
+                                           or embedding_size < 1):
+            raise ValueError(f"BertEmbedder: embedding_size must be a positive integer or None, got {embedding_size!r}.")
         self.pooling, self.normalize = pooling, bool(normalize)
+        self.embedding_size = embedding_size or width  # the size of the vectors
+        self.projection = None  # the pooled vector's map to embedding_size values, where that is not the width
+        if self.embedding_size != width:
+            self.projection = keras.layers.Dense(self.embedding_size, kernel_initializer=self.head_initializer(),
+                                                 dtype="float32", name="projection")
+            self.projection.build((None, width))
         self.built = True
 
     def call(self, inputs, training=None):
@@ -58,6 +74,8 @@ class BertEmbedder(BertTaskModel):
             vectors = tf.reduce_max(features + (mask - 1.0) * 1e9, axis=1)
         else:
             vectors = tf.reduce_sum(features * mask, axis=1) / tf.maximum(tf.reduce_sum(mask, axis=1), 1.0)
+        if self.projection is not None:
+            vectors = self.projection(vectors)
         return tf.math.l2_normalize(vectors, axis=-1) if self.normalize else vectors
 
     def default_loss(self) -> keras.losses.Loss:
@@ -69,4 +87,5 @@ class BertEmbedder(BertTaskModel):
         return []
 
     def get_config(self):
-        return {**super().get_config(), "pooling": self.pooling, "normalize": self.normalize}
+        return {**super().get_config(), "pooling": self.pooling, "normalize": self.normalize,
+                "embedding_size": self.embedding_size}

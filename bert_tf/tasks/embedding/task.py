@@ -12,6 +12,11 @@ itself, the two views differing by dropout); `FinetuneConfig.embedding_loss` cho
 - a folder in the BEIR/MTEB layout (`corpus.jsonl`, `queries.jsonl`, `qrels/test.tsv`): retrieval;
 retrieval as Recall@1/10/100, MRR@10 and nDCG@10 × 100 (`score`: nDCG@10).
 
+Distillation (`bert-tf distill` of an embedding teacher): the student learns the teacher's vectors of the training
+file's texts (`bert_tf.tasks.embedding.distillation`) beside the data's own loss; unlabelled sentences are enough.
+The student is built from the teacher's spec, so a narrower one gets a projection to the teacher's
+`embedding_size`.
+
 Example:
     >>> task = EmbeddingTask(tokenizer, TaskSpec(task="embed", seq_length=128))  # doctest: +SKIP
     >>> dev = task.prepare(task.read("../shared/data/stsb/sts-dev.csv"), training=False)  # doctest: +SKIP
@@ -30,12 +35,12 @@ import tensorflow as tf
 
 from bert_tf.tasks.base import FinetuneTask
 from bert_tf.tasks.embedding.data import EmbeddingExamples, read_embedding_file
+from bert_tf.tasks.embedding.distillation import vector_distance
 from bert_tf.tasks.embedding.losses import CoSENTLoss, CosineSimilarityLoss, InBatchNegativesLoss, MatryoshkaLoss
 from bert_tf.tasks.embedding.metrics import format_retrieval, format_sts, retrieval_scores, sts_scores
 from bert_tf.tasks.embedding.model import BertEmbedder
 from bert_tf.tasks.embedding.retrieval_data import RetrievalSet, read_retrieval_set
 from bert_tf.tasks.embedding.sentence_transformers_folder import SENTENCE_TRANSFORMERS_FOLDER
-from bert_tf.tasks.model_outputs import predict_examples
 from bert_tf.tasks.text_serving import text_packer
 
 SCORED_LOSSES = ("cosent", "cosine")
@@ -65,6 +70,7 @@ class EmbeddingTask(FinetuneTask):
     model_class = BertEmbedder
     text_padding = BertEmbedder.text_padding
     primary_metric = "score"
+    distils_layers = False  # its batches are groups of texts [batch, texts, seq], not the encoder's inputs
     config_fields = ("pooling", "normalize", "embedding_loss", "similarity_scale", "symmetric", "matryoshka_dims",
                      "score_range")
     folder_format = SENTENCE_TRANSFORMERS_FOLDER
@@ -83,7 +89,7 @@ class EmbeddingTask(FinetuneTask):
 
     @classmethod
     def serving_info(cls, model, spec):
-        size = spec.embedding_dims or model.encoder.config.hidden_size
+        size = spec.embedding_dims or model.embedding_size
         return {"pooling": tf.constant(model.pooling), "normalize": tf.constant(model.normalize),
                 "embedding_size": tf.constant(size, tf.int32)}
 
@@ -92,8 +98,12 @@ class EmbeddingTask(FinetuneTask):
         return {"pooling": spec.pooling, "normalize": spec.normalize}
 
     @classmethod
+    def sentence_projection(cls, model):
+        return model.projection
+
+    @classmethod
     def spec_for_model(cls, model, spec):
-        return spec.replace(pooling=model.pooling, normalize=model.normalize)
+        return spec.replace(pooling=model.pooling, normalize=model.normalize, embedding_size=model.embedding_size)
 
     @classmethod
     def format_scores(cls, scores):
@@ -112,11 +122,8 @@ class EmbeddingTask(FinetuneTask):
 
     @classmethod
     def soft_target_loss(cls, student, teacher_outputs, student_outputs, labels, temperature):
-        """The mean squared difference of the student's vectors and the teacher's (of the same size)."""
-        if teacher_outputs.shape[-1] != student_outputs.shape[-1]:
-            raise ValueError(f"The student's vectors have {student_outputs.shape[-1]} values, the teacher's "
-                             f"{teacher_outputs.shape[-1]}: distil an embedding model into one of the same width.")
-        return tf.reduce_mean(tf.square(tf.cast(teacher_outputs, tf.float32) - tf.cast(student_outputs, tf.float32)))
+        """`vector_distance` of the student's vectors to the teacher's (`temperature` does not apply)."""
+        return vector_distance(teacher_outputs, student_outputs)
 
     @classmethod
     def model_from_hf(cls, encoder, settings):
@@ -182,15 +189,17 @@ class EmbeddingTask(FinetuneTask):
         count = math.ceil(len(data.labels) / batch_size)
         return batches.apply(tf.data.experimental.assert_cardinality(count)).prefetch(tf.data.AUTOTUNE)
 
-    def outputs(self, model, data, batch_size, progress=False):
-        """The vector of each distinct text of `data`, in order."""
+    def prediction_batches(self, data, batch_size):
+        """The ids of each distinct text of `data`, in order (`outputs`: its vector), each batch padded to its longest."""
         pack = text_packer(self.tokenizer, self.spec, padding="longest")
         batches = tf.data.Dataset.from_tensor_slices(np.array(data.texts, dtype=object)).batch(batch_size)
-        batches = batches.map(lambda texts: pack([texts])).prefetch(tf.data.AUTOTUNE)
-        return predict_examples(model, batches, per_position=False, progress=progress)
+        return batches.map(lambda texts: pack([texts])).prefetch(tf.data.AUTOTUNE)
 
     def build_model(self, encoder, dropout):
-        return BertEmbedder(encoder, pooling=self.spec.pooling, normalize=self.spec.normalize)
+        """A `BertEmbedder` of the spec's pooling, normalisation and size (a projection where the encoder is of another
+        width: a student of a wider teacher, whose spec it is)."""
+        return BertEmbedder(encoder, pooling=self.spec.pooling, normalize=self.spec.normalize,
+                            embedding_size=self.spec.embedding_size or None)
 
     def loss(self, config, data):
         """The loss `config.embedding_loss` names, or the one the data calls for; summed over `matryoshka_dims`."""
