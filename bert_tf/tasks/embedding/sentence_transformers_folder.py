@@ -1,13 +1,14 @@
-"""Sentence-transformers' model folder, both ways: a BERT `SentenceTransformer` (Transformer, Pooling[, Normalize])
-↔ a `BertEmbedder`, so that models trained there serve here and the other way round.
+"""Sentence-transformers' model folder, both ways: a BERT `SentenceTransformer` (Transformer, Pooling[, Dense]
+[, Normalize]) ↔ a `BertEmbedder`, so that models trained there serve here and the other way round.
 
 Read: the layout of sentence-transformers 2 to 5, in which most published models are (`modules.json` naming
 `sentence_transformers.models.Transformer`, `Pooling`, `Normalize`; `1_Pooling/config.json` with
 `pooling_mode_mean_tokens`-style flags; `sentence_bert_config.json` with `max_seq_length`), and that of 6 (module
 types under `sentence_transformers.base` and `.sentence_transformer`, `"pooling_mode": "mean"`, the length in
 `tokenizer_config.json`'s `model_max_length`). The transformer's folder is a Hugging Face BERT directory
-(`bert_tf.from_pretrained`). Written: the 2-to-5 layout, which every version reads.
-A model with another module (a Dense projection, a prompt-dependent pooling) is refused in one line.
+(`bert_tf.from_pretrained`); a Dense module without activation is the embedder's projection (`embedding_size`:
+a distilled student's map to its teacher's size). Written: the 2-to-5 layout, which every version reads.
+A model with another module (a Dense with an activation, another pooling) is refused in one line.
 
 Example:
     >>> model, seq_length = read_sentence_transformers_folder("all-MiniLM-L6-v2/")  # doctest: +SKIP
@@ -21,11 +22,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 from bert_tf.checkpoints import from_pretrained, write_hf_directory
+from bert_tf.file_modes import readable_as_umask_allows
 from bert_tf.tasks.base import FolderFormat
 from bert_tf.tasks.embedding.model import BertEmbedder
 
 MODULES_FILE = "modules.json"
+LAYOUTS = (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"], ["Transformer", "Pooling", "Dense"],
+           ["Transformer", "Pooling", "Dense", "Normalize"])
+IDENTITY = "torch.nn.modules.linear.Identity"  # a Dense module's activation that is none
 # bert-tf's pooling → the flag of the 2-to-5 layout's Pooling config.
 POOLING_FLAGS = {"mean": "pooling_mode_mean_tokens", "cls": "pooling_mode_cls_token", "max": "pooling_mode_max_tokens"}
 ALL_POOLING_FLAGS = (*POOLING_FLAGS.values(), "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens",
@@ -70,15 +77,37 @@ def read_sentence_transformers_folder(path) -> tuple[BertEmbedder, int | None]:
     folder = Path(path)
     modules = json.loads((folder / MODULES_FILE).read_text(encoding="utf-8"))
     kinds = [_module_kind(module) for module in modules]
-    if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
+    if kinds not in LAYOUTS:
         raise ValueError(f"{folder / MODULES_FILE}: modules {' → '.join(kinds)}; bert-tf reads a Transformer, a "
-                         "Pooling and an optional Normalize.")
+                         "Pooling, an optional Dense and an optional Normalize.")
     transformer = folder / modules[0].get("path", "")
     pooling = _pooling(json.loads((folder / modules[1]["path"] / "config.json").read_text(encoding="utf-8")),
                        folder / modules[1]["path"] / "config.json")
     encoder = from_pretrained(transformer)
-    model = BertEmbedder(encoder, pooling=pooling, normalize=kinds[-1] == "Normalize")
+    dense = _dense(folder / modules[2]["path"]) if "Dense" in kinds else None
+    model = BertEmbedder(encoder, pooling=pooling, normalize=kinds[-1] == "Normalize",
+                         embedding_size=None if dense is None else dense[0].shape[0])
+    if dense is not None:
+        weight, bias = dense
+        if weight.shape[1] != encoder.config.hidden_size:
+            raise ValueError(f"{folder}: the Dense module reads {weight.shape[1]} values; the encoder makes "
+                             f"{encoder.config.hidden_size}.")
+        model.projection.kernel.assign(weight.T)
+        model.projection.bias.assign(bias)
     return model, _seq_length(folder, transformer)
+
+
+def _dense(folder: Path):
+    """(weight [out, in], bias [out]) of a Dense module without activation."""
+    from safetensors.numpy import load_file
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    if config.get("activation_function") != IDENTITY or not config.get("bias", True):
+        raise ValueError(f"{folder / 'config.json'}: a Dense module with activation "
+                         f"{config.get('activation_function')!r} (bias {config.get('bias', True)}); bert-tf reads a "
+                         "linear one with a bias (the projection of an embedder).")
+    tensors = load_file(str(folder / "model.safetensors"))
+    return tensors["linear.weight"], tensors["linear.bias"]
 
 
 def write_sentence_transformers_folder(model: BertEmbedder, out_dir, vocab_file=None, lower_case: bool | None = None,
@@ -88,10 +117,11 @@ def write_sentence_transformers_folder(model: BertEmbedder, out_dir, vocab_file=
     encoder = model.encoder
     out = write_hf_directory(encoder, out_dir, vocab_file or encoder.vocab_file,
                              encoder.lower_case if lower_case is None else lower_case)
-    kinds = ["Transformer", "Pooling", *(["Normalize"] if model.normalize else [])]
-    paths = ["", "1_Pooling", "2_Normalize"]
-    modules = [{"idx": index, "name": str(index), "path": paths[index], "type": f"sentence_transformers.models.{kind}"}
-               for index, kind in enumerate(kinds)]
+    kinds = ["Transformer", "Pooling", *(["Dense"] if model.projection is not None else []),
+             *(["Normalize"] if model.normalize else [])]
+    paths = ["" if index == 0 else f"{index}_{kind}" for index, kind in enumerate(kinds)]
+    modules = [{"idx": index, "name": str(index), "path": path, "type": f"sentence_transformers.models.{kind}"}
+               for index, (kind, path) in enumerate(zip(kinds, paths))]
     (out / MODULES_FILE).write_text(json.dumps(modules, indent=2) + "\n", encoding="utf-8")
     pooling = {"word_embedding_dimension": encoder.config.hidden_size,
                **{flag: name == model.pooling for name, flag in POOLING_FLAGS.items()},
@@ -99,14 +129,29 @@ def write_sentence_transformers_folder(model: BertEmbedder, out_dir, vocab_file=
                "pooling_mode_lasttoken": False, "include_prompt": True}
     (out / "1_Pooling").mkdir(exist_ok=True)
     (out / "1_Pooling" / "config.json").write_text(json.dumps(pooling, indent=2) + "\n", encoding="utf-8")
+    if model.projection is not None:
+        _write_dense(model.projection, out / "2_Dense")
     if model.normalize:
-        (out / "2_Normalize").mkdir(exist_ok=True)
+        (out / paths[-1]).mkdir(exist_ok=True)
     length = seq_length or encoder.config.max_position_embeddings
     (out / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": length, "do_lower_case": False})
                                                    + "\n", encoding="utf-8")
     (out / "config_sentence_transformers.json").write_text(json.dumps({"similarity_fn_name": "cosine"}) + "\n",
                                                            encoding="utf-8")
     return out
+
+
+def _write_dense(projection, folder: Path) -> None:
+    from safetensors.numpy import save_file
+
+    kernel = projection.kernel.numpy()
+    folder.mkdir(exist_ok=True)
+    config = {"in_features": kernel.shape[0], "out_features": kernel.shape[1], "bias": True,
+              "activation_function": IDENTITY}
+    (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    save_file({"linear.weight": np.ascontiguousarray(kernel.T, np.float32),
+               "linear.bias": np.asarray(projection.bias.numpy(), np.float32)}, str(folder / "model.safetensors"))
+    readable_as_umask_allows(folder / "model.safetensors")
 
 
 SENTENCE_TRANSFORMERS_FOLDER = FolderFormat("sentence-transformers", is_sentence_transformers_folder,

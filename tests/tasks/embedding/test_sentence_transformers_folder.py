@@ -49,6 +49,23 @@ def test_a_model_saved_by_sentence_transformers_reads_with_its_pooling(embedder_
                                atol=1e-5)
 
 
+def test_a_projected_embedder_is_a_dense_module_there(embedder_dir, tmp_path):
+    import keras
+
+    directory = bert_tf.load_model_directory(embedder_dir)
+    keras.utils.set_random_seed(5)
+    projected = bert_tf.BertEmbedder(directory.encoder, embedding_size=24)  # a distilled student's projection
+    bert_tf.save_pretrained(projected, tmp_path / "projected", vocab_file=embedder_dir / "vocab.txt",
+                            task=directory.task.replace(embedding_size=24))
+    assert main(["convert", "--from", str(tmp_path / "projected"), "--to", str(tmp_path / "st"),
+                 "--format", "sentence-transformers"]) == 0
+    ours = bert_tf_vectors(tmp_path / "projected")
+    assert ours.shape == (len(TEXTS), 24)
+    np.testing.assert_allclose(st_vectors(tmp_path / "st"), ours, atol=1e-5)
+    assert main(["convert", "--from", str(tmp_path / "st"), "--to", str(tmp_path / "back")]) == 0
+    np.testing.assert_allclose(bert_tf_vectors(tmp_path / "back"), ours, atol=1e-6)
+
+
 def test_a_folder_with_a_module_bert_tf_lacks_is_refused_in_one_line(embedder_dir, tmp_path, capsys):
     assert main(["convert", "--from", str(embedder_dir), "--to", str(tmp_path / "st"),
                  "--format", "sentence-transformers"]) == 0
@@ -58,7 +75,7 @@ def test_a_folder_with_a_module_bert_tf_lacks_is_refused_in_one_line(embedder_di
     assert main(["convert", "--from", str(tmp_path / "st"), "--to", str(tmp_path / "out")]) != 0
     error = capsys.readouterr().err.strip().splitlines()
     assert error == [f"bert-tf convert: error: {tmp_path / 'st' / 'modules.json'}: modules Transformer → Pooling → Normalize → Dense; "
-                     "bert-tf reads a Transformer, a Pooling and an optional Normalize."]
+                     "bert-tf reads a Transformer, a Pooling, an optional Dense and an optional Normalize."]
 
 
 def test_only_an_embedding_model_is_written_as_a_sentence_transformers_folder(tmp_path, capsys):
