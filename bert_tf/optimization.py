@@ -92,9 +92,12 @@ class _BertRecipe:
     3. Under a distribution strategy, `global_clipnorm` clips the norm of the summed
        gradient. Keras' TensorFlow optimizer clips each replica's share before it sums
        the shares, which lets the update grow with the number of replicas.
-    2 and 3 override `_clip_gradients`, a private hook of Keras' `Optimizer.apply`;
-    tests/test_optimization.py and tests/test_mirrored_strategy.py check it still runs
-    after a Keras upgrade.
+    4. With gradient accumulation, the learning-rate schedule counts optimizer updates, as
+       `OptimizerConfig.num_train_steps` does. Keras evaluates it at the count of batches, so
+       the rate fell `gradient_accumulation_steps` times too fast.
+    2 and 3 override `_clip_gradients`, a private hook of Keras' `Optimizer.apply`, and 4
+    `_get_current_learning_rate`; tests/test_optimization.py, tests/test_mirrored_strategy.py and
+    tests/test_finetune_strategies.py check they still run after a Keras upgrade.
     """
 
     def __init__(self, *, exclude_from_weight_decay=(), **kwargs):
@@ -111,6 +114,11 @@ class _BertRecipe:
         # Sum, clip, and hand on each replica's 1/replicas of the result, which Keras sums again.
         clipped, _ = tf.clip_by_global_norm(context.all_reduce(tf.distribute.ReduceOp.SUM, dense), self.global_clipnorm)
         return [tf.math.scalar_mul(1.0 / replicas, gradient) for gradient in clipped]
+
+    def _get_current_learning_rate(self):
+        if isinstance(self._learning_rate, keras.optimizers.schedules.LearningRateSchedule):
+            return self._learning_rate(self.iterations)  # updates: batches // gradient_accumulation_steps
+        return super()._get_current_learning_rate()
 
     def get_config(self):
         return {**super().get_config(), "exclude_from_weight_decay": list(self.weight_decay_exclusions)}
