@@ -18,6 +18,7 @@ Benchmarks (each a module of this package with `run(settings) -> BenchmarkResult
   quality     fine-tuning from the trained BERT-Mini, bert-tf against transformers, 5 tasks x 3 seeds (~2 hours)
   distillation  students of the quality benchmark's teachers: dev score against float32/int8 speed (~1 hour)
   vocab       learning a WordPiece vocabulary from two books: bert-tf vs KerasHub and tensorflow-text
+  replicas    fine-tuning on 2 replicas (2 logical CPUs) against one device: steps/s, the same loss and weights
 
 Each benchmark runs in its own process (a fresh memory) and times its contenders interleaved
 (A B A B ...) after warm-up and reports medians with their spread. Results go to benchmarks/RESULTS.md (one delimited section per benchmark,
@@ -55,6 +56,7 @@ BENCHMARKS = {
     "quality": "quality",
     "distillation": "distillation",
     "vocab": "vocab_learning",
+    "replicas": "replicas",
 }
 
 

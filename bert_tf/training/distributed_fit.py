@@ -39,8 +39,8 @@ class TrainingStopped(Exception):
 
 
 def distributed_fit(model: keras.Model, batches: tf.data.Dataset, strategy: tf.distribute.Strategy, epochs: int,
-                   steps_per_epoch: int, callbacks=(), verbose: int = 1,
-                   class_weight: dict[int, float] | None = None) -> keras.callbacks.History:
+                    steps_per_epoch: int, callbacks=(), verbose: int = 1,
+                    class_weight: dict[int, float] | None = None) -> keras.callbacks.History:
     """`model.fit(batches, epochs=..., steps_per_epoch=..., callbacks=..., verbose=..., class_weight=...)` under any
     `strategy`, which built and compiled `model`; every batch of `batches` is a global batch, split over the replicas.
 
@@ -50,11 +50,7 @@ def distributed_fit(model: keras.Model, batches: tf.data.Dataset, strategy: tf.d
     if class_weight:
         weights = tf.constant([class_weight.get(index, 1.0) for index in range(max(class_weight) + 1)], tf.float32)
         batches = batches.map(lambda x, y: (x, y, tf.gather(weights, tf.cast(y, tf.int32))))
-    with strategy.scope():
-        # What `fit` does first: the optimizer's and metrics' variables, from the batches' shapes (no pass drawn).
-        model._symbolic_build(data_batch=batches.element_spec)
-    replica_step = tf.function(model.train_step, jit_compile=True) if model.jit_compile else model.train_step
-    step = agreeing_step(strategy, replica_step)
+    step = distributed_train_step(model, strategy, batches.element_spec)
     callback_list = keras.callbacks.CallbackList(list(callbacks), add_history=True, add_progbar=verbose != 0,
                                                  model=model, verbose=verbose, epochs=epochs, steps=steps_per_epoch)
     distributed = strategy.experimental_distribute_dataset(batches)
@@ -78,3 +74,18 @@ def distributed_fit(model: keras.Model, batches: tf.data.Dataset, strategy: tf.d
                 break
     callback_list.on_train_end(logs)
     return model.history
+
+
+def distributed_train_step(model: keras.Model, strategy: tf.distribute.Strategy, batch_spec):
+    """The step `distributed_fit` trains with: `agreeing_step` running `model.train_step` (XLA-compiled with the
+    model's `jit_compile`) on every replica. Builds the optimizer's and metrics' variables first, as `fit` does, from
+    `batch_spec` (a dataset's `element_spec`: no batch is drawn).
+
+    Example:
+        >>> step = distributed_train_step(model, strategy, batches.element_spec)  # doctest: +SKIP
+        >>> step(iter(strategy.experimental_distribute_dataset(batches)), tf.constant([0.0]))  # doctest: +SKIP
+    """
+    with strategy.scope():
+        model._symbolic_build(data_batch=batch_spec)  # Keras' own build, which `fit` runs first
+    replica_step = tf.function(model.train_step, jit_compile=True) if model.jit_compile else model.train_step
+    return agreeing_step(strategy, replica_step)
