@@ -214,6 +214,7 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
     for path in config.unlabeled_files:
         existing_file(path, "Unlabeled file", "--unlabeled")
     strategy = _strategy(config)
+    progress = progress and is_chief(strategy)  # one worker shows it
     keras.utils.set_random_seed(config.seed)
     with strategy.scope():  # every model's variables: the teacher's, the encoder's, the head's, the optimizer's
         teacher = _load_teacher(config) if config.teacher else None
@@ -280,7 +281,7 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
 
 
 def _strategy(config: FinetuneConfig) -> tf.distribute.Strategy:
-    """`config.strategy`, refused in one line where the run's batches cannot train under it."""
+    """`config.strategy`, refused in one line where the run's batches or XLA cannot train under it."""
     strategy = make_strategy(config.strategy)
     check_batches(strategy, config.batch_size, config.gradient_accumulation_steps,
                   names=("batch_size (--batch-size)", "gradient_accumulation_steps (--gradient-accumulation-steps)"))

@@ -4,16 +4,19 @@ accumulation, mixed precision and XLA: the global batch trains as on one device.
 import json
 import math
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-
-import bert_tf
 from test_pretraining_loop import free_port
 from tiny_finetune_files import VOCAB, write_sentiment_tsv, write_vocab
+
+import bert_tf
 
 WORKER = Path(__file__).with_name("finetune_worker.py")
 
@@ -138,6 +141,39 @@ def test_two_workers_finish_agree_and_only_the_chief_writes_the_model(files, tmp
         np.testing.assert_array_equal(a, b)
     assert (out / "model.keras").is_file()
     assert sorted(path.name for path in out.parent.iterdir()) == ["model"]  # no worker's leftovers beside it
+
+
+@pytest.mark.slow
+def test_sigterm_to_one_worker_stops_both_after_the_same_step_and_they_say_how_to_go_on(files, tmp_path):
+    ports = [free_port(), free_port()]
+    out = tmp_path / "model"
+    workers = []
+    for index in range(2):
+        tf_config = {"cluster": {"worker": [f"127.0.0.1:{port}" for port in ports]},
+                     "task": {"type": "worker", "index": index}}
+        command = [sys.executable, "-m", "bert_tf_cli", "finetune", "--task", "classify", "--train",
+                   str(files / "train.tsv"), "--init", str(files / "bert_config.json"), "--vocab",
+                   str(files / "vocab.txt"), "--out", str(out), "--batch-size", "8", "--seq-length", "16",
+                   "--epochs", "1000", "--strategy", "multi_worker"]
+        workers.append(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                        env={**os.environ, "TF_CONFIG": json.dumps(tf_config)}))
+    try:
+        for line in workers[0].stdout:  # the chief shows the progress
+            if line.startswith("Fine-tuning on"):
+                break
+        time.sleep(5)  # some steps
+        workers[1].send_signal(signal.SIGTERM)
+        outputs = [worker.communicate(timeout=120)[0] for worker in workers]
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+    for worker, output in zip(workers, outputs):
+        assert worker.returncode == 128 + signal.SIGTERM, output[-3000:]
+        assert "run the same command again (on every worker) to train from the start" in output
+    stops = [re.search(r"SIGTERM stopped training in epoch \d+ after step \d+", output)[0] for output in outputs]
+    assert stops[0] == stops[1]  # the same step on both
+    assert not out.exists()
 
 
 def test_mixed_precision_and_xla_train_and_the_model_loads(files, tmp_path):

@@ -2,9 +2,9 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from tiny_tasks import tiny_encoder
 
 from bert_tf.optimization import AdamW, Lamb, OptimizerConfig, WarmupLinearDecay, create_optimizer
-from tiny_tasks import tiny_encoder
 
 
 def test_schedule_warms_up_then_decays_linearly_to_zero():
