@@ -136,7 +136,7 @@ def add_training_arguments(parser, default: dict) -> None:
     parser.add_argument("--no-bucketing", action="store_true", help="do not group examples of similar length")
     parser.add_argument("--max-train-examples", type=int, help="train on a seeded random subset")
     parser.add_argument("--gradient-accumulation-steps", type=int, metavar="K",
-                        help="average the gradients of K batches per optimizer update (one replica only; default: 1)")
+                        help="average the gradients of K batches per optimizer update (default: 1)")
     parser.add_argument("--strategy", choices=["default", "mirrored", "multi_worker"],
                         help="default: one device; mirrored: all local GPUs (else CPUs); multi_worker: the hosts in "
                              "TF_CONFIG, only the chief writes --out. --batch-size is the global batch, split over "

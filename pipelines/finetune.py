@@ -283,8 +283,7 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
 def _strategy(config: FinetuneConfig) -> tf.distribute.Strategy:
     """`config.strategy`, refused in one line where the run's batches or XLA cannot train under it."""
     strategy = make_strategy(config.strategy)
-    check_batches(strategy, config.batch_size, config.gradient_accumulation_steps,
-                  names=("batch_size (--batch-size)", "gradient_accumulation_steps (--gradient-accumulation-steps)"))
+    check_batches(strategy, config.batch_size, name="batch_size (--batch-size)")
     if config.jit_compile and strategy.num_replicas_in_sync > 1:
         raise ValueError(f"jit_compile (--xla) needs one replica, not {strategy.num_replicas_in_sync}: XLA compiles "
                          "Keras' training step for one device, and the other replicas' steps fail on it.")

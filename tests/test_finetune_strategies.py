@@ -78,8 +78,10 @@ def one_and_two_replicas(config_of, tmp_path):
 
 
 @pytest.mark.slow
-def test_two_replicas_fine_tune_as_one_device(files, tmp_path):
-    one, two = one_and_two_replicas(lambda out, strategy: settings(files, out, strategy=strategy), tmp_path)
+@pytest.mark.parametrize("accumulation", [1, 2])
+def test_two_replicas_fine_tune_as_one_device(files, tmp_path, accumulation):
+    one, two = one_and_two_replicas(lambda out, strategy: settings(
+        files, out, strategy=strategy, gradient_accumulation_steps=accumulation), tmp_path)
     # Adam divides each gradient element by its own running size, so an element whose gradient nearly cancels out
     # moves by a little of the learning rate (1e-3) when two replicas sum it in another order.
     assert_same_training(one, two, atol=5e-5)

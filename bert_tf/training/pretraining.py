@@ -191,7 +191,7 @@ def run_pretraining(
     strategy = make_strategy(config.strategy)
     output_dir = Path(config.output_dir)
     chief = is_chief(strategy)
-    check_batches(strategy, config.global_batch_size, config.gradient_accumulation_steps)
+    check_batches(strategy, config.global_batch_size)
     if config.seed is not None:
         keras.utils.set_random_seed(config.seed)  # Python, NumPy and TensorFlow: the initial weights, dropout
     with global_policy(config.mixed_precision), strategy.scope():

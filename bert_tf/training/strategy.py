@@ -29,24 +29,16 @@ def make_strategy(name: str = "default") -> tf.distribute.Strategy:
     raise ValueError(f"Unknown strategy {name!r}; use one of {list(STRATEGY_NAMES)}.")
 
 
-def check_batches(strategy: tf.distribute.Strategy, global_batch_size: int, gradient_accumulation_steps: int,
-                  names: tuple[str, str] = ("global_batch_size", "gradient_accumulation_steps")) -> None:
-    """A one-line ValueError unless `strategy` can train on global batches of `global_batch_size`, accumulating the
-    gradients of `gradient_accumulation_steps` of them: the batch splits evenly over the replicas, and accumulation
-    needs one replica (Keras 3 accumulates in a conditional, where replicas cannot all-reduce). `names`: how the
-    message calls the two settings.
+def check_batches(strategy: tf.distribute.Strategy, global_batch_size: int, name: str = "global_batch_size") -> None:
+    """A one-line ValueError unless global batches of `global_batch_size` split evenly over the replicas of `strategy`
+    (`name`: how the message calls the setting).
 
     Example:
-        >>> check_batches(tf.distribute.get_strategy(), 32, 4)  # one device: anything goes
+        >>> check_batches(tf.distribute.get_strategy(), 32)  # one device: any size
     """
     replicas = strategy.num_replicas_in_sync
     if global_batch_size % replicas:
-        raise ValueError(f"{names[0]} {global_batch_size}, the global batch, is not divisible by the {replicas} "
-                         "replicas.")
-    if gradient_accumulation_steps > 1 and replicas > 1:
-        raise ValueError(f"{names[1]} {gradient_accumulation_steps} needs one replica, not {replicas}: Keras 3 "
-                         "accumulates gradients in a conditional, where replicas cannot all-reduce them; with "
-                         "several replicas, make the global batch larger instead.")
+        raise ValueError(f"{name} {global_batch_size}, the global batch, is not divisible by the {replicas} replicas.")
 
 
 def is_chief(strategy: tf.distribute.Strategy) -> bool:
