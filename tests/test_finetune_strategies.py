@@ -130,7 +130,8 @@ def test_two_workers_finish_agree_and_only_the_chief_writes_the_model(files, tmp
     for index in range(2):
         tf_config = {"cluster": {"worker": [f"127.0.0.1:{port}" for port in ports]},
                      "task": {"type": "worker", "index": index}}
-        config = settings(files, out, strategy="multi_worker", dev_file=str(files / "dev.tsv"))
+        config = settings(files, out, strategy="multi_worker", dev_file=str(files / "dev.tsv"),
+                          gradient_accumulation_steps=2)
         workers.append(start(config, tmp_path / f"worker{index}.npz", env={**os.environ, "TF_CONFIG": json.dumps(tf_config)}))
     try:
         losses = [finish(worker, timeout=300) for worker in workers]
