@@ -20,6 +20,7 @@ Benchmarks (each a module of this package with `run(settings) -> BenchmarkResult
   vocab       learning a WordPiece vocabulary from two books: bert-tf vs KerasHub and tensorflow-text
   embedding_quality  sentence embeddings from the trained BERT-Mini, bert-tf against sentence-transformers (~1.5 hours)
   embedding_speed    text → vector, BERT-base: bert-tf against sentence-transformers and ONNX Runtime; served; search
+  replicas    fine-tuning on 2 replicas (2 logical CPUs) against one device: steps/s, the same loss and weights
 
 Each benchmark runs in its own process (a fresh memory) and times its contenders interleaved
 (A B A B ...) after warm-up and reports medians with their spread. Results go to benchmarks/RESULTS.md (one delimited section per benchmark,
@@ -59,6 +60,7 @@ BENCHMARKS = {
     "vocab": "vocab_learning",
     "embedding_quality": "embedding_quality",
     "embedding_speed": "embedding_speed",
+    "replicas": "replicas",
 }
 
 

@@ -40,6 +40,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.model import BertModel
+from bert_tf.replicas import all_replicas_sum
 from bert_tf.tasks.registry import FINETUNED_TASKS, task_named, task_of_model
 
 
@@ -86,10 +87,11 @@ class Distiller(keras.Model):
         encoded = model.encoder(inputs, training=training, output_attentions="attention" in self.layer_loss_weights)
         return model.head(encoded[model.encoder_output], inputs, training=training), encoded
 
-    def compile(self, optimizer, loss="auto", **kwargs):
-        """The hard loss is the student's task loss (`loss="auto"`: its default, as `BertTaskModel.compile`)."""
+    def compile(self, optimizer, loss="auto", jit_compile="auto", **kwargs):
+        """The hard loss is the student's task loss (`loss="auto"`: its default, as `BertTaskModel.compile`);
+        `jit_compile` as Keras' (XLA for the training step)."""
         self.student.compile(optimizer=optimizer, loss=loss, metrics=[], **kwargs)
-        super().compile(optimizer=optimizer)
+        super().compile(optimizer=optimizer, jit_compile=jit_compile)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         student_layers = teacher_layers_out = None
@@ -98,20 +100,26 @@ class Distiller(keras.Model):
             teacher_outputs, teacher_layers_out = self._outputs_and_layers(self.teacher, x, training=False)
         else:
             teacher_outputs = self.teacher(x, training=False)
-        hard = self.student.compute_loss(x, y, y_pred, sample_weight, training)
+        # Under a strategy of n replicas each returns its share of the global batch's loss, and the shares' gradients
+        # are summed: Keras' losses are the replica's mean / n (the batch splits evenly), so is the soft loss, and the
+        # layer losses are sums over the replica's tokens / the global batch's tokens.
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        hard = tf.cast(self.student.compute_loss(x, y, y_pred, sample_weight, training), tf.float32)
         soft = soft_target_loss(self.student, teacher_outputs, y_pred, y, self.temperature)
         self.soft_loss_tracker.update_state(soft)
-        self.hard_loss_tracker.update_state(hard)
-        loss = self.soft_weight * soft + (1.0 - self.soft_weight) * tf.cast(hard, tf.float32)
+        self.hard_loss_tracker.update_state(hard * replicas)
+        loss = self.soft_weight * soft / replicas + (1.0 - self.soft_weight) * hard
         if student_layers is not None:
             real_tokens = tf.cast(x.get("input_mask", tf.ones_like(x["input_word_ids"])), tf.float32)
-            for name, layer_loss in self._layer_losses(student_layers, teacher_layers_out, real_tokens).items():
-                self.layer_loss_trackers[name].update_state(layer_loss)
-                loss += self.layer_loss_weights[name] * layer_loss
+            tokens = all_replicas_sum(tf.reduce_sum(real_tokens))
+            for name, share in self._layer_losses(student_layers, teacher_layers_out, real_tokens, tokens).items():
+                self.layer_loss_trackers[name].update_state(share * replicas)
+                loss += self.layer_loss_weights[name] * share
         return loss
 
-    def _layer_losses(self, student_layers, teacher_layers_out, real_tokens) -> dict[str, tf.Tensor]:
-        """The hidden-state and attention losses (module docstring), averaged over the matched layers."""
+    def _layer_losses(self, student_layers, teacher_layers_out, real_tokens, tokens) -> dict[str, tf.Tensor]:
+        """The hidden-state and attention losses (module docstring), averaged over the matched layers and `tokens`
+        real tokens."""
         losses = {}
         if "hidden" in self.layer_loss_weights:
             student_states = [student_layers["embedding_output"], *student_layers["encoder_outputs"]]
@@ -120,12 +128,12 @@ class Distiller(keras.Model):
                 (student_states[mine], teacher_states[theirs]) for mine, theirs in enumerate(self.layer_map, 1)]
             if self.projections:
                 pairs = [(projection(mine), theirs) for projection, (mine, theirs) in zip(self.projections, pairs)]
-            losses["hidden"] = tf.add_n([hidden_state_loss(mine, theirs, real_tokens)
+            losses["hidden"] = tf.add_n([hidden_state_loss(mine, theirs, real_tokens, tokens)
                                          for mine, theirs in pairs]) / len(pairs)
         if "attention" in self.layer_loss_weights:
             losses["attention"] = tf.add_n([
                 attention_loss(student_layers["attention_probs"][mine - 1],
-                               teacher_layers_out["attention_probs"][theirs - 1], real_tokens)
+                               teacher_layers_out["attention_probs"][theirs - 1], real_tokens, tokens)
                 for mine, theirs in enumerate(self.layer_map, 1)]) / len(self.layer_map)
         return losses
 
@@ -135,20 +143,25 @@ def soft_target_loss(student: keras.Model, teacher_outputs, student_outputs, lab
     return task_of_model(student).soft_target_loss(student, teacher_outputs, student_outputs, labels, temperature)
 
 
-def hidden_state_loss(student_states, teacher_states, real_tokens) -> tf.Tensor:
-    """The mean squared difference of [batch, seq, hidden] states over the real tokens ([batch, seq] 0/1)."""
+def hidden_state_loss(student_states, teacher_states, real_tokens, tokens=None) -> tf.Tensor:
+    """The mean squared difference of [batch, seq, hidden] states over the real tokens ([batch, seq] 0/1); `tokens`:
+    the count to divide by (None: those of `real_tokens`; the global batch's, for a replica's share)."""
     squared = tf.reduce_mean(tf.square(tf.cast(student_states, tf.float32) - tf.cast(teacher_states, tf.float32)), -1)
-    return tf.reduce_sum(squared * real_tokens) / tf.maximum(tf.reduce_sum(real_tokens), 1.0)
+    return tf.reduce_sum(squared * real_tokens) / tf.maximum(_count(real_tokens, tokens), 1.0)
 
 
-def attention_loss(student_probs, teacher_probs, real_tokens) -> tf.Tensor:
+def attention_loss(student_probs, teacher_probs, real_tokens, tokens=None) -> tf.Tensor:
     """KL(teacher ‖ student) of each attention distribution [batch, heads, query, key], averaged over the heads
-    and the real query tokens."""
+    and the real query tokens (`tokens` of them, as in `hidden_state_loss`)."""
     teacher_probs, student_probs = tf.cast(teacher_probs, tf.float32), tf.cast(student_probs, tf.float32)
     kl = tf.reduce_sum(tf.math.xlogy(teacher_probs, teacher_probs)
                        - tf.math.xlogy(teacher_probs, tf.maximum(student_probs, 1e-12)), axis=-1)
-    queries = real_tokens[:, None, :] * tf.ones_like(kl)
-    return tf.reduce_sum(kl * queries) / tf.maximum(tf.reduce_sum(queries), 1.0)
+    heads = tf.cast(tf.shape(kl)[1], tf.float32)
+    return tf.reduce_sum(kl * real_tokens[:, None, :]) / tf.maximum(heads * _count(real_tokens, tokens), 1.0)
+
+
+def _count(real_tokens, tokens):
+    return tf.reduce_sum(real_tokens) if tokens is None else tokens
 
 
 def checked_layer_map(layer_map, student_layers: int, teacher_layers: int) -> tuple[int, ...]:

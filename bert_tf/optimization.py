@@ -92,8 +92,16 @@ class _BertRecipe:
     3. Under a distribution strategy, `global_clipnorm` clips the norm of the summed
        gradient. Keras' TensorFlow optimizer clips each replica's share before it sums
        the shares, which lets the update grow with the number of replicas.
-    2 and 3 override `_clip_gradients`, a private hook of Keras' `Optimizer.apply`;
-    tests/test_optimization.py and tests/test_mirrored_strategy.py check it still runs
+    4. With gradient accumulation, the learning-rate schedule counts optimizer updates, as
+       `OptimizerConfig.num_train_steps` does. Keras evaluates it at the count of batches, so
+       the rate fell `gradient_accumulation_steps` times too fast.
+    5. Gradient accumulation works under a strategy of several replicas. Keras decides in a
+       conditional whether a batch updates the weights or only accumulates, and all-reduces the
+       gradients inside it, which replicas cannot do; here they all-reduce every batch's
+       gradients first, and each replica's conditional only updates its own copies.
+    2 and 3 override `_clip_gradients`, a private hook of Keras' `Optimizer.apply`, 4
+    `_get_current_learning_rate` and 5 `_backend_apply_gradients`; tests/test_optimization.py,
+    tests/test_mirrored_strategy.py and tests/test_finetune_strategies.py check they still run
     after a Keras upgrade.
     """
 
@@ -111,6 +119,43 @@ class _BertRecipe:
         # Sum, clip, and hand on each replica's 1/replicas of the result, which Keras sums again.
         clipped, _ = tf.clip_by_global_norm(context.all_reduce(tf.distribute.ReduceOp.SUM, dense), self.global_clipnorm)
         return [tf.math.scalar_mul(1.0 / replicas, gradient) for gradient in clipped]
+
+    def _backend_apply_gradients(self, grads, trainable_variables):
+        context = tf.distribute.get_replica_context()  # None in a cross-replica context
+        if not self.gradient_accumulation_steps or context is None or context.num_replicas_in_sync == 1:
+            return super()._backend_apply_gradients(grads, trainable_variables)
+        steps = self.gradient_accumulation_steps
+        summed = context.all_reduce(tf.distribute.ReduceOp.SUM, [tf.convert_to_tensor(g) for g in grads])
+        accumulators = [self._accumulated_gradients[self._get_variable_index(v)].value for v in trainable_variables]
+        totals = [gradient + accumulator for gradient, accumulator in zip(summed, accumulators)]
+        factor = tf.constant(1.0)  # of global-norm clipping, on the mean of the accumulated gradients
+        if self.global_clipnorm:
+            factor = tf.minimum(1.0, self.global_clipnorm / tf.linalg.global_norm([t / steps for t in totals]))
+        is_update = tf.equal((self._iterations + 1) % steps, 0)
+
+        def update_or_accumulate(variable, total, accumulator, is_update, factor):  # one replica's copies
+            def update():
+                if self._use_weight_decay(variable):
+                    variable.assign_sub(variable * tf.cast(self.weight_decay * self.learning_rate, variable.dtype))
+                self.update_step(tf.cast(total * (factor / steps), variable.dtype), variable, self.learning_rate)
+                accumulator.assign(tf.zeros_like(accumulator))
+
+            def accumulate():
+                accumulator.assign(total)
+
+            tf.cond(is_update, update, accumulate)
+
+        def apply(distribution, totals, accumulators, is_update, factor):
+            for variable, total, accumulator in zip(trainable_variables, totals, accumulators):
+                distribution.extended.update(variable.value, update_or_accumulate,
+                                             args=(total, accumulator, is_update, factor), group=False)
+
+        context.merge_call(apply, args=(totals, accumulators, is_update, factor))
+
+    def _get_current_learning_rate(self):
+        if isinstance(self._learning_rate, keras.optimizers.schedules.LearningRateSchedule):
+            return self._learning_rate(self.iterations)  # updates: batches // gradient_accumulation_steps
+        return super()._get_current_learning_rate()
 
     def get_config(self):
         return {**super().get_config(), "exclude_from_weight_decay": list(self.weight_decay_exclusions)}

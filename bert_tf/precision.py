@@ -23,7 +23,7 @@ import numpy as np
 
 from bert_tf.layers.initializer import weights_loaded_next
 
-PRECISIONS = ("float32", "mixed_bfloat16", "bfloat16")
+PRECISIONS = ("float32", "mixed_bfloat16", "bfloat16", "mixed_float16")  # mixed_float16: GPUs, for training
 
 
 def with_precision(model: keras.Model, policy: str) -> keras.Model:

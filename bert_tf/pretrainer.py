@@ -24,6 +24,7 @@ from bert_tf.layers.initializer import weights_loaded_next
 from bert_tf.layers.masked_lm_head import MaskedLMHead
 from bert_tf.layers.next_sentence_head import NextSentenceHead
 from bert_tf.model import INPUT_NAMES, BertModel
+from bert_tf.replicas import all_replicas_sum
 
 logger = logging.getLogger(__name__)
 
@@ -34,14 +35,6 @@ PRETRAINING_FEATURES = INPUT_NAMES + (
     "masked_lm_weights",
     "next_sentence_labels",
 )
-
-
-def _all_replicas_sum(value):
-    """The sum of `value` over every replica of the current strategy (itself without one)."""
-    context = tf.distribute.get_replica_context()
-    if context is None:
-        return value
-    return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
 
 
 @tf.function(jit_compile=True)
@@ -63,8 +56,8 @@ def loss_denominators(features):
 
     A synchronisation point between replicas: call it outside any XLA-compiled function.
     """
-    weight_sum = _all_replicas_sum(tf.reduce_sum(tf.cast(features["masked_lm_weights"], tf.float32)))
-    batch_size = _all_replicas_sum(tf.cast(tf.shape(features["input_word_ids"])[0], tf.float32))
+    weight_sum = all_replicas_sum(tf.reduce_sum(tf.cast(features["masked_lm_weights"], tf.float32)))
+    batch_size = all_replicas_sum(tf.cast(tf.shape(features["input_word_ids"])[0], tf.float32))
     return weight_sum, batch_size
 
 

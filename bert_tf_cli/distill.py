@@ -2,11 +2,19 @@
 teacher's: its vectors) and the labels."""
 
 from bert_tf_cli.config_defaults import dataclass_defaults
-from bert_tf_cli.finetune import add_training_arguments, finetune_config, flags_of, preset_names, print_result
+from bert_tf_cli.finetune import (
+    HARDWARE_FIELDS,
+    add_training_arguments,
+    finetune_config,
+    flags_of,
+    preset_names,
+    print_result,
+    train,
+)
 
 # CLI flag (argparse dest) → FinetuneConfig field, passed only when given (FinetuneConfig's defaults apply).
 _OPTIONAL_FIELDS = {
-    "dev": "dev_file", "batch_size": "batch_size", "epochs": "epochs", "learning_rate": "learning_rate",
+    **HARDWARE_FIELDS, "dev": "dev_file", "batch_size": "batch_size", "epochs": "epochs", "learning_rate": "learning_rate",
     "warmup_proportion": "warmup_proportion", "weight_decay": "weight_decay", "dropout": "dropout", "seed": "seed",
     "early_stopping": "early_stopping_patience", "max_train_examples": "max_train_examples",
     "student_layers": "student_layers", "temperature": "temperature", "soft_weight": "soft_weight",
@@ -14,7 +22,8 @@ _OPTIONAL_FIELDS = {
     "augment": "augment_copies", "augment_with": "augment_with",
 }
 # The FinetuneConfig fields of the flags that are always passed, as its errors name them.
-_FIELD_FLAGS = {"train_file": "--train", "output_dir": "--out", "init": "--student", "unlabeled_files": "--unlabeled"}
+_FIELD_FLAGS = {"train_file": "--train", "output_dir": "--out", "init": "--student", "unlabeled_files": "--unlabeled",
+                "jit_compile": "--xla"}
 
 
 def register(commands) -> None:
@@ -79,18 +88,22 @@ def config_from_args(args):
         {**_FIELD_FLAGS, **flags_of(_OPTIONAL_FIELDS)},
         task=read_task(teacher_directory(args.teacher)), train_file=args.train, output_dir=args.out, init=args.student,
         teacher=args.teacher, unlabeled_files=tuple(args.unlabeled), select_best=not args.last_epoch, bucketing=not args.no_bucketing,
-        overwrite=args.overwrite,
+        overwrite=args.overwrite, jit_compile=args.xla,
         **{field: getattr(args, flag) for flag, field in _OPTIONAL_FIELDS.items() if getattr(args, flag) is not None},
     )
 
 
-def run(args) -> None:
-    from pipelines.finetune import finetune
+def run(args) -> int:
     from pipelines.student_comparison import compare_with_teacher, comparison_table
 
     config = config_from_args(args)
-    result = finetune(config)
+    result = train(config)
+    if isinstance(result, int):
+        return result
     print_result(config, result)
+    if result.output_dir is None:  # another worker than the chief: the chief compares
+        return 0
     scored = f"scored on {config.dev_file}" if config.dev_file else "no --dev to score them on"
     print(f"\nThe student beside its teacher ({scored}; speed over a few batches):", flush=True)
     print(comparison_table(*compare_with_teacher(config, result.metrics), config.primary_metric()))
+    return 0

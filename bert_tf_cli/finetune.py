@@ -9,9 +9,13 @@ from bert_tf_cli.config_defaults import dataclass_defaults
 # pipelines.finetune_config.TASKS, which imports TensorFlow (tests/test_cli_startup.py checks they agree).
 TASKS = ("classify", "ner", "squad", "embed")
 
+# The optional training settings `finetune` and `distill` share with `pretrain` (`add_training_arguments`): argparse
+# dest → FinetuneConfig field. --xla (jit_compile) is always passed.
+HARDWARE_FIELDS = {"gradient_accumulation_steps": "gradient_accumulation_steps", "strategy": "strategy",
+                   "mixed_precision": "mixed_precision"}
 # CLI flag (argparse dest) → FinetuneConfig field, for the optional settings: passed only when given, so that
 # FinetuneConfig's defaults apply (building the parser imports no TensorFlow).
-_OPTIONAL_FIELDS = {
+_OPTIONAL_FIELDS = {**HARDWARE_FIELDS,
     "dev": "dev_file", "vocab": "vocab_file", "seq_length": "seq_length", "batch_size": "batch_size",
     "epochs": "epochs", "learning_rate": "learning_rate", "warmup_proportion": "warmup_proportion",
     "weight_decay": "weight_decay", "dropout": "dropout", "seed": "seed",
@@ -26,7 +30,7 @@ _OPTIONAL_FIELDS = {
 }
 # The FinetuneConfig fields of the flags that are always passed, as its errors name them.
 _FIELD_FLAGS = {"train_file": "--train", "output_dir": "--out", "init": "--init", "multi_label": "--multi-label",
-                "class_weights": "--class-weights", "focal_loss": "--focal-loss"}
+                "class_weights": "--class-weights", "focal_loss": "--focal-loss", "jit_compile": "--xla"}
 
 
 def register(commands) -> None:
@@ -131,6 +135,15 @@ def add_training_arguments(parser, default: dict) -> None:
     parser.add_argument("--last-epoch", action="store_true", help="keep the last epoch, not the best on dev")
     parser.add_argument("--no-bucketing", action="store_true", help="do not group examples of similar length")
     parser.add_argument("--max-train-examples", type=int, help="train on a seeded random subset")
+    parser.add_argument("--gradient-accumulation-steps", type=int, metavar="K",
+                        help="average the gradients of K batches per optimizer update (default: 1)")
+    parser.add_argument("--strategy", choices=["default", "mirrored", "multi_worker"],
+                        help="default: one device; mirrored: all local GPUs (else CPUs); multi_worker: the hosts in "
+                             "TF_CONFIG, only the chief writes --out. --batch-size is the global batch, split over "
+                             "the replicas")
+    parser.add_argument("--mixed-precision", choices=["mixed_float16", "mixed_bfloat16"],
+                        help="mixed_float16: GPUs, with loss scaling; mixed_bfloat16: CPUs with bfloat16 units")
+    parser.add_argument("--xla", action="store_true", help="compile the training step with XLA (one replica)")
 
 
 def config_from_args(args):
@@ -149,6 +162,7 @@ def config_from_args(args):
         focal_loss=args.focal_loss,
         normalize=not args.no_normalize,
         symmetric=args.symmetric,
+        jit_compile=args.xla,
         **{field: getattr(args, flag) for flag, field in _OPTIONAL_FIELDS.items() if getattr(args, flag) is not None},
     )
 
@@ -181,11 +195,27 @@ def finetune_config(flags: dict[str, str], **settings):
         raise ValueError(message) from None
 
 
-def run(args) -> None:
+def run(args) -> int:
+    config = config_from_args(args)
+    result = train(config)
+    if isinstance(result, int):
+        return result
+    print_result(config, result)
+    return 0
+
+
+def train(config):
+    """`pipelines.finetune.finetune(config)` for `finetune` and `distill`; when SIGTERM or SIGINT stopped the run (on
+    any worker of a multi-worker run), it says how to go on and returns the exit status instead (128 + the signal)."""
+    from bert_tf.training.distributed_fit import TrainingStopped
     from pipelines.finetune import finetune
 
-    config = config_from_args(args)
-    print_result(config, finetune(config))
+    try:
+        return finetune(config)
+    except TrainingStopped as stopped:
+        print(f"{stopped}\nFine-tuning keeps no checkpoint to resume from: run the same command again (on every "
+              "worker) to train from the start.")
+        return 128 + stopped.stopped_by
 
 
 def print_result(config, result) -> None:
@@ -195,4 +225,4 @@ def print_result(config, result) -> None:
     print(f"Trained {result.epochs_run} epochs on {result.train_examples:,} examples in {result.train_seconds:.0f} s.")
     if result.metrics:
         print(f"Dev scores (epoch {result.best_epoch}):\n{task_named(config.task).format_scores(result.metrics)}")
-    print(f"Model: {result.output_dir}")
+    print(f"Model: {result.output_dir or 'written by the chief worker'}")

@@ -9,6 +9,12 @@ stops early if asked (`keras.callbacks.EarlyStopping`). Checkpoints go to a temp
 directory next to the output; the output directory is written once, at the end, by
 `bert_tf.save_pretrained` (atomic), with the task's settings and the dev scores.
 
+On several devices or hosts (`config.strategy`, as in pre-training), `config.batch_size` is the global
+batch, split over the replicas, and N replicas train as one device would on the same batches
+(tests/test_finetune_strategies.py); every model is built under the strategy, which trains with
+`bert_tf.training.distributed_fit` (the pre-training loop's step: Keras 3's `fit` fails under
+`MultiWorkerMirroredStrategy`), and only the chief writes the output directory.
+
 With `config.teacher` (a fine-tuned model directory), the same run distils it (`bert-tf distill`): the
 task, labels and settings are the teacher's, the student starts from `config.init` (or the teacher's
 own layers) and learns from the labels and the teacher's soft targets (`bert_tf.Distiller`); the
@@ -44,11 +50,15 @@ from bert_tf.distillation import Distiller, student_from_teacher
 from bert_tf.inspection.loading import load_inspection_model
 from bert_tf.model_directory import exported_version, resolve_model_directory
 from bert_tf.optimization import create_optimizer
+from bert_tf.precision import with_precision
 from bert_tf.progress import TextProgressCallback, announce, is_terminal
 from bert_tf.tasks.base import FinetuneTask
 from bert_tf.tasks.registry import task_from_directory, task_from_spec
 from bert_tf.text_files import existing_file, utf8_lines
 from bert_tf.tokenizer import BertTokenizer
+from bert_tf.training.distributed_fit import distributed_fit
+from bert_tf.training.mixed_precision import global_policy
+from bert_tf.training.strategy import check_batches, is_chief, make_strategy
 from bert_tf.vocabulary import read_vocab_file, resolve_lower_case
 from pipelines.augmentation import augment_texts
 from pipelines.finetune_config import FinetuneConfig
@@ -60,7 +70,7 @@ logger = logging.getLogger(__name__)
 
 @dataclasses.dataclass
 class FinetuneResult:
-    output_dir: Path
+    output_dir: Path | None  # None on the workers of a multi-worker run but its chief: only the chief writes it
     metrics: dict  # dev scores of the saved weights (empty without a dev file)
     best_epoch: int | None  # 1-based epoch whose weights were saved (None: the last, without a dev file)
     epochs_run: int
@@ -68,6 +78,7 @@ class FinetuneResult:
     train_examples: int
     train_steps: int  # optimizer updates in the schedule (all epochs)
     train_seconds: float  # model.fit, dev scoring included
+    model: keras.Model  # the trained task model (the student, when distilling), on every worker
 
 
 def load_encoder(config: FinetuneConfig):
@@ -202,35 +213,44 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
         existing_file(config.dev_file, "Dev file", "--dev")
     for path in config.unlabeled_files:
         existing_file(path, "Unlabeled file", "--unlabeled")
+    strategy = _strategy(config)
+    progress = progress and is_chief(strategy)  # one worker shows it
     keras.utils.set_random_seed(config.seed)
-    teacher = _load_teacher(config) if config.teacher else None
-    encoder, vocab_file, lower_case = load_encoder(config) if teacher is None else _student_encoder(config, teacher)
-    tokenizer = BertTokenizer(vocab_file, lower_case)
-    announce(f"Reading and tokenizing {config.train_file}" + (f" and {config.dev_file}" if config.dev_file else ""),
-             progress, logger)
-    training = training_data(config, tokenizer, teacher, progress)
-    task, train, steps = training.task, training.data, training.steps
-    dev = task.prepare(task.read(config.dev_file), training=False) if config.dev_file else None
-    doing = "Fine-tuning" if teacher is None else (
-        f"Distilling {config.teacher} into a student of {encoder.config.num_hidden_layers} layers, hidden "
-        f"{encoder.config.hidden_size},")
-    announce(f"{doing} on {len(training.examples):,} examples: {config.epochs} epoch(s) of "
-             f"{steps // config.epochs:,} batches of up to {config.batch_size}", progress, logger)
-    model = task.build_model(encoder, config.dropout)
-    if teacher is not None:
-        model = Distiller(model, teacher.model, config.temperature, config.soft_weight, config.hidden_weight,
-                          config.attention_weight, config.layer_map)
-    learning_rate = config.peak_learning_rate(encoder.config, starts_from_random_weights(config))
-    optimizer = create_optimizer(learning_rate, steps, int(steps * config.warmup_proportion),
-                                 weight_decay=config.weight_decay)
-    model.compile(optimizer=optimizer, loss=task.loss(config, train))
+    with strategy.scope():  # every model's variables: the teacher's, the encoder's, the head's, the optimizer's
+        teacher = _load_teacher(config) if config.teacher else None
+        encoder, vocab_file, lower_case = load_encoder(config) if teacher is None else _student_encoder(config, teacher)
+        tokenizer = BertTokenizer(vocab_file, lower_case)
+        announce(f"Reading and tokenizing {config.train_file}" + (f" and {config.dev_file}" if config.dev_file else ""),
+                 progress, logger)
+        training = training_data(config, tokenizer, teacher, progress)
+        task, train, steps = training.task, training.data, training.steps
+        updates = _optimizer_updates(config, steps)
+        dev = task.prepare(task.read(config.dev_file), training=False) if config.dev_file else None
+        doing = "Fine-tuning" if teacher is None else (
+            f"Distilling {config.teacher} into a student of {encoder.config.num_hidden_layers} layers, hidden "
+            f"{encoder.config.hidden_size},")
+        replicas = f" over {strategy.num_replicas_in_sync} replicas" if strategy.num_replicas_in_sync > 1 else ""
+        announce(f"{doing} on {len(training.examples):,} examples: {config.epochs} epoch(s) of "
+                 f"{steps // config.epochs:,} batches of up to {config.batch_size}{replicas}", progress, logger)
+        model = task.build_model(encoder, config.dropout)
+        with global_policy(config.mixed_precision):
+            if config.mixed_precision:
+                model = with_precision(model, config.mixed_precision)
+            if teacher is not None:
+                model = Distiller(model, teacher.model, config.temperature, config.soft_weight, config.hidden_weight,
+                                  config.attention_weight, config.layer_map)
+        learning_rate = config.peak_learning_rate(encoder.config, starts_from_random_weights(config))
+        optimizer = create_optimizer(learning_rate, updates, int(updates * config.warmup_proportion),
+                                     weight_decay=config.weight_decay,
+                                     gradient_accumulation_steps=config.gradient_accumulation_steps)
+        model.compile(optimizer=optimizer, loss=task.loss(config, train), jit_compile=config.jit_compile)
 
     out.parent.mkdir(parents=True, exist_ok=True)
     checkpoints = Path(tempfile.mkdtemp(prefix=f".{out.name}.checkpoints.", dir=out.parent))
     try:
         dev_scores = DevScores(task, dev, config.batch_size) if dev is not None else None
         started = time.perf_counter()
-        history = _fit(model, training.batches, config, task.class_weight(config, train), dev_scores,
+        history = _fit(model, training.batches, config, strategy, task.class_weight(config, train), dev_scores,
                        checkpoints / "best.weights.h5", progress)
         train_seconds = time.perf_counter() - started
         metrics, best_epoch = {}, None
@@ -245,18 +265,39 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
         _warn_if_collapsed(task, model, checked, checked_name, config, learning_rate)
         epochs_run = len(history.history.get("loss", []))
         epoch_logs = {name: [float(value) for value in values] for name, values in history.history.items()}
-        bert_tf.save_pretrained(
-            model if teacher is None else model.student, out, vocab_file=vocab_file, lower_case=tokenizer.lower_case,
-            task=task.spec, dev_scores=metrics,
-            training={"config": dataclasses.asdict(config), "train_examples": len(training.examples),
-                      "train_steps": steps, "learning_rate": learning_rate, "epochs_run": epochs_run,
-                      "best_epoch": best_epoch,
-                      "train_seconds": round(train_seconds, 1), "history": epoch_logs},
-        )
+        if is_chief(strategy):  # the other workers of a multi-worker run hold the same weights
+            bert_tf.save_pretrained(
+                model if teacher is None else model.student, out, vocab_file=vocab_file,
+                lower_case=tokenizer.lower_case, task=task.spec, dev_scores=metrics,
+                training={"config": dataclasses.asdict(config), "train_examples": len(training.examples),
+                          "train_steps": updates, "learning_rate": learning_rate, "epochs_run": epochs_run,
+                          "best_epoch": best_epoch, "train_seconds": round(train_seconds, 1),
+                          "history": epoch_logs},
+            )
     finally:
         shutil.rmtree(checkpoints, ignore_errors=True)
-    return FinetuneResult(out, metrics, best_epoch, epochs_run, epoch_logs, len(training.examples), steps,
-                          train_seconds)
+    return FinetuneResult(out if is_chief(strategy) else None, metrics, best_epoch, epochs_run, epoch_logs,
+                          len(training.examples), updates, train_seconds, model if teacher is None else model.student)
+
+
+def _strategy(config: FinetuneConfig) -> tf.distribute.Strategy:
+    """`config.strategy`, refused in one line where the run's batches or XLA cannot train under it."""
+    strategy = make_strategy(config.strategy)
+    check_batches(strategy, config.batch_size, name="batch_size (--batch-size)")
+    if config.jit_compile and strategy.num_replicas_in_sync > 1:
+        raise ValueError(f"jit_compile (--xla) needs one replica, not {strategy.num_replicas_in_sync}: XLA compiles "
+                         "Keras' training step for one device, and the other replicas' steps fail on it.")
+    return strategy
+
+
+def _optimizer_updates(config: FinetuneConfig, batches: int) -> int:
+    """The optimizer updates of a run of `batches` batches (one per `gradient_accumulation_steps` of them)."""
+    updates = batches // config.gradient_accumulation_steps
+    if updates < 1:
+        raise ValueError(f"gradient_accumulation_steps (--gradient-accumulation-steps) "
+                         f"{config.gradient_accumulation_steps} is more than the run's "
+                         f"{batches} batches: no optimizer update would happen.")
+    return updates
 
 
 def _load_teacher(config: FinetuneConfig):
@@ -314,9 +355,11 @@ def _warn_if_collapsed(task: FinetuneTask, model, data, name: str, config: Finet
                        prediction, name, learning_rate)
 
 
-def _fit(model, batches, config: FinetuneConfig, class_weight, dev_scores: DevScores | None, best_weights: Path,
-         progress: bool) -> keras.callbacks.History:
-    """`model.fit` with the dev scoring, best-epoch checkpoint and early-stopping callbacks the config asks for."""
+def _fit(model, batches, config: FinetuneConfig, strategy: tf.distribute.Strategy, class_weight,
+         dev_scores: DevScores | None, best_weights: Path, progress: bool) -> keras.callbacks.History:
+    """`model.fit` with the dev scoring, best-epoch checkpoint and early-stopping callbacks the config asks for; under
+    a distribution strategy, `distributed_fit`, the pre-training loop's step (Keras 3's `fit` fails under
+    MultiWorkerMirroredStrategy and, under MirroredStrategy, skips the data's first order)."""
     callbacks = []
     if dev_scores is not None:
         monitor = f"val_{config.primary_metric()}"
@@ -339,6 +382,9 @@ def _fit(model, batches, config: FinetuneConfig, class_weight, dev_scores: DevSc
         # `batches` shuffles itself (with bucketing); Keras cannot shuffle a tf.data.Dataset. Each pass over it
         # is the next epoch's order: with steps_per_epoch, Keras makes one pass per epoch (without, it opens
         # and drops a pass at every epoch's end, so its epochs would see every other order).
+        if config.strategy != "default":
+            return distributed_fit(model, batches, strategy, config.epochs, steps_per_epoch, callbacks, verbose,
+                                   class_weight)
         return model.fit(batches, epochs=config.epochs, steps_per_epoch=steps_per_epoch,
                          callbacks=callbacks, verbose=verbose, class_weight=class_weight, shuffle=False)
 

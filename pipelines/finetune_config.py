@@ -22,6 +22,8 @@ import math
 from bert_tf.tasks.registry import FINETUNED_TASKS as TASKS
 from bert_tf.tasks.registry import task_named
 from bert_tf.tasks.spec import DEFAULT_SEQ_LENGTH, TaskSpec
+from bert_tf.training.mixed_precision import mixed_precision_error
+from bert_tf.training.strategy import STRATEGY_NAMES
 
 EMBEDDING_LOSSES = ("in_batch_negatives", "cosent", "cosine")  # bert_tf.tasks.embedding.losses
 BASE_LEARNING_RATE = 5e-5  # BERT's fine-tuning recipe for base and large
@@ -58,6 +60,12 @@ class FinetuneConfig:
     bucketing: bool = True  # batch examples of similar length together (each batch padded to its longest)
     max_train_examples: int | None = None  # a seeded random subset of the training file (quick runs)
     overwrite: bool = False  # replace an existing non-empty output_dir
+    gradient_accumulation_steps: int = 1  # batches per optimizer update (batch_size x this examples each)
+    # Hardware, as in pre-training (bert_tf.training): batch_size is the global batch, split over the replicas, and
+    # only the chief of a multi-worker run writes output_dir.
+    strategy: str = "default"  # "default" (one device), "mirrored" (local GPUs, else CPUs) or "multi_worker" (TF_CONFIG)
+    mixed_precision: str | None = None  # None, "mixed_float16" (GPUs, with loss scaling) or "mixed_bfloat16"
+    jit_compile: bool = False  # compile the training step with XLA
     # Classification.
     text_column: str | None = None  # None: GLUE's and common column names (bert_tf.tasks.classification.data)
     text_pair_column: str | None = None
@@ -114,7 +122,7 @@ class FinetuneConfig:
             value = getattr(self, field.name)
             if isinstance(value, float) and not math.isfinite(value):
                 raise ValueError(f"FinetuneConfig: {field.name} must be a finite number, got {value!r}.")
-        for name in ("batch_size", "epochs"):
+        for name in ("batch_size", "epochs", "gradient_accumulation_steps"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"FinetuneConfig: {name} must be a positive integer, got {value!r}.")
@@ -124,6 +132,10 @@ class FinetuneConfig:
                 raise ValueError(f"FinetuneConfig: {name} must be a positive integer or None, got {value!r}.")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2**32:
             raise ValueError(f"FinetuneConfig: seed must be an integer from 0 to 2**32 - 1, got {self.seed!r}.")
+        if self.strategy not in STRATEGY_NAMES:
+            raise ValueError(f"FinetuneConfig: unknown strategy {self.strategy!r}; use one of {list(STRATEGY_NAMES)}.")
+        if mixed_precision_error(self.mixed_precision):
+            raise ValueError(f"FinetuneConfig: {mixed_precision_error(self.mixed_precision)}")
         if self.learning_rate is not None and self.learning_rate <= 0:
             raise ValueError(f"FinetuneConfig: learning_rate must be positive, got {self.learning_rate!r}.")
         if not 0 <= self.warmup_proportion < 1:

@@ -2,9 +2,9 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from tiny_tasks import tiny_encoder
 
 from bert_tf.optimization import AdamW, Lamb, OptimizerConfig, WarmupLinearDecay, create_optimizer
-from tiny_tasks import tiny_encoder
 
 
 def test_schedule_warms_up_then_decays_linearly_to_zero():
@@ -88,6 +88,7 @@ def test_gradient_accumulation_updates_every_n_batches():
     optimizer.apply_gradients([(np.ones(3, "float32"), variable)])
     assert np.all(np.array(variable) < 1.0)
     assert int(optimizer.iterations) == 1  # the schedule counts updates, not batches
+    assert float(optimizer.learning_rate) == pytest.approx(0.09)  # the rate after 1 update of 10 (Keras': 2 batches)
 
 
 def test_adamw_adds_epsilon_after_the_bias_correction_as_pytorch_does():

@@ -1,6 +1,7 @@
 """The README's CLI reference is the CLI's own help (regenerate with `python -m bert_tf_cli.reference --write README.md`),
 and its inspection examples print what the README shows."""
 
+import math
 import re
 import shlex
 from pathlib import Path
@@ -80,6 +81,20 @@ def test_python_in_ten_lines_trains_on_raw_strings_and_predicts_probabilities(sh
     probabilities = [float(value) for value in re.findall(r"[0-9.]+(?:e-?[0-9]+)?", capsys.readouterr().out)[-2:]]
     assert len(probabilities) == 2 and abs(sum(probabilities) - 1) < 1e-5
     assert (tmp_path / "sst2_model" / "model.keras").is_file()
+
+
+def test_fine_tuning_under_a_strategy_scope_trains_with_fit(shared_data):
+    """The README's Python example of fine-tuning under a distribution strategy runs as written and makes its two
+    optimizer updates."""
+    if not (shared_data / "pretrained" / "bert-mini-uncased-books").is_dir():
+        pytest.skip("no trained checkpoint in the team data")
+    section = README.read_text(encoding="utf-8").split("## Fine-tuning")[1].split("\n## ")[0]
+    [code] = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
+    namespace = {}
+    exec(code.replace("../shared/data", str(shared_data)), namespace)
+    model = namespace["model"]
+    assert model.distribute_strategy is namespace["strategy"] and int(model.optimizer.iterations.numpy()) == 2
+    assert len(model.history.history["loss"]) == 1 and math.isfinite(model.history.history["loss"][0])
 
 
 def test_the_gains_of_the_trained_checkpoint_are_the_quality_tables():

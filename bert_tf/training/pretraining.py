@@ -36,13 +36,14 @@ from bert_tf.optimization import OptimizerConfig
 from bert_tf.pretrainer import BertPretrainer, loss_denominators
 from bert_tf.progress import TextProgress, announce, is_terminal
 from bert_tf.training.checkpoint_cadence import CheckpointCadence
+from bert_tf.training.mixed_precision import global_policy, mixed_precision_error
+from bert_tf.training.replica_step import agreeing_step
 from bert_tf.training.run_folder import CheckpointFolder, remove_interrupted_writes
 from bert_tf.training.stop_signals import STOP_SIGNALS, StopSignals
-from bert_tf.training.strategy import STRATEGY_NAMES, is_chief, make_strategy, worker_directory
+from bert_tf.training.strategy import STRATEGY_NAMES, check_batches, is_chief, make_strategy, worker_directory
 from bert_tf.vocabulary import read_vocab_file, resolve_lower_case
 
 logger = logging.getLogger(__name__)
-MIXED_PRECISION_POLICIES = (None, "mixed_float16", "mixed_bfloat16")
 MAX_DEFAULT_WARMUP_STEPS = 100  # the default warm-up: a tenth of the run, at most this
 
 
@@ -89,16 +90,8 @@ class PretrainingConfig:
     def __post_init__(self):
         if self.strategy not in STRATEGY_NAMES:
             raise ValueError(f"PretrainingConfig: unknown strategy {self.strategy!r}; use one of {list(STRATEGY_NAMES)}.")
-        if self.mixed_precision not in MIXED_PRECISION_POLICIES:
-            raise ValueError(
-                f"PretrainingConfig: mixed_precision must be one of {list(MIXED_PRECISION_POLICIES)}, "
-                f"got {self.mixed_precision!r}."
-            )
-        if self.mixed_precision == "mixed_float16" and not tf.config.list_physical_devices("GPU"):
-            raise ValueError(
-                "PretrainingConfig: mixed_float16 needs a GPU (CPUs compute float16 slowly and gain nothing); "
-                "train in float32 here, or use mixed_bfloat16 on CPUs with bfloat16 units."
-            )
+        if mixed_precision_error(self.mixed_precision):
+            raise ValueError(f"PretrainingConfig: {mixed_precision_error(self.mixed_precision)}")
         for name in ("seq_length", "max_predictions_per_seq", "global_batch_size", "num_train_steps",
                      "checkpoint_every", "checkpoint_minutes", "keep_checkpoints", "log_every"):
             if getattr(self, name) is not None and getattr(self, name) <= 0:
@@ -198,26 +191,18 @@ def run_pretraining(
     strategy = make_strategy(config.strategy)
     output_dir = Path(config.output_dir)
     chief = is_chief(strategy)
-    if config.global_batch_size % strategy.num_replicas_in_sync:
-        raise ValueError(f"global_batch_size {config.global_batch_size} is not divisible by the "
-                         f"{strategy.num_replicas_in_sync} replicas.")
+    check_batches(strategy, config.global_batch_size)
     if config.seed is not None:
         keras.utils.set_random_seed(config.seed)  # Python, NumPy and TensorFlow: the initial weights, dropout
-    if config.mixed_precision:
-        keras.mixed_precision.set_global_policy(config.mixed_precision)
-    try:
-        with strategy.scope():
-            model = build_pretrainer(config)
-            # Its global-norm clipping applies to the gradient summed over replicas (bert_tf.optimization).
-            optimizer = config.optimizer_config().build()
-            if config.mixed_precision == "mixed_float16":
-                optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-            # Built now, so that a restored checkpoint finds the optimizer's slots to fill.
-            optimizer.build(model.trainable_variables)
-            step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
-    finally:
-        if config.mixed_precision:
-            keras.mixed_precision.set_global_policy("float32")
+    with global_policy(config.mixed_precision), strategy.scope():
+        model = build_pretrainer(config)
+        # Its global-norm clipping applies to the gradient summed over replicas (bert_tf.optimization).
+        optimizer = config.optimizer_config().build()
+        if config.mixed_precision == "mixed_float16":
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+        # Built now, so that a restored checkpoint finds the optimizer's slots to fill.
+        optimizer.build(model.trainable_variables)
+        step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
 
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step)
     # Every worker resumes from the chief's checkpoints (a filesystem they share) and writes its own copy.
@@ -247,16 +232,7 @@ def run_pretraining(
         gradients = compute_gradients(features, loss_denominators(features))
         optimizer.apply_gradients(zip(gradients, model.trainable_variables))
 
-    def agree(requests):
-        # tf.identity puts the value on this replica's device, which the all-reduce needs.
-        return tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, tf.identity(requests))
-
-    @tf.function(reduce_retracing=True)
-    def train_step(iterator, requests):
-        """One batch; returns `requests` summed over the workers, so that all of them save or stop together."""
-        strategy.run(train_one_batch, args=(next(iterator),))
-        step.assign_add(1)
-        return strategy.experimental_local_results(strategy.run(agree, args=(requests,)))[0]
+    train_step = agreeing_step(strategy, train_one_batch)
 
     if chief:
         (output_dir / "logs").mkdir(parents=True, exist_ok=True)
@@ -279,6 +255,7 @@ def run_pretraining(
             out_of_time = max_seconds is not None and time.perf_counter() - started >= max_seconds
             requests = [cadence.time_due(), out_of_time, *(signals.received == s for s in STOP_SIGNALS)]
             agreed = train_step(iterator, tf.constant([float(r) for r in requests])).numpy() > 0
+            step.assign_add(1)
             checkpoint_due, out_of_time, *signalled = agreed
             stopped_by = next((s for s, received in zip(STOP_SIGNALS, signalled) if received), None)
             current = int(step.numpy())

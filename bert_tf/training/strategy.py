@@ -29,6 +29,18 @@ def make_strategy(name: str = "default") -> tf.distribute.Strategy:
     raise ValueError(f"Unknown strategy {name!r}; use one of {list(STRATEGY_NAMES)}.")
 
 
+def check_batches(strategy: tf.distribute.Strategy, global_batch_size: int, name: str = "global_batch_size") -> None:
+    """A one-line ValueError unless global batches of `global_batch_size` split evenly over the replicas of `strategy`
+    (`name`: how the message calls the setting).
+
+    Example:
+        >>> check_batches(tf.distribute.get_strategy(), 32)  # one device: any size
+    """
+    replicas = strategy.num_replicas_in_sync
+    if global_batch_size % replicas:
+        raise ValueError(f"{name} {global_batch_size}, the global batch, is not divisible by the {replicas} replicas.")
+
+
 def is_chief(strategy: tf.distribute.Strategy) -> bool:
     """True on the worker that owns checkpoints, summaries and console output (the only one without TF_CONFIG)."""
     resolver = getattr(strategy, "cluster_resolver", None)
