@@ -49,7 +49,7 @@ def run(settings: Settings) -> BenchmarkResult:
         try:
             errors[name] = float(np.abs(np.asarray(call(), np.float64) - exact).max() / np.abs(exact).max())
         except tf.errors.OpError as error:  # a route this CPU has no kernel for (oneDNN's int8 op on AVX2 only)
-            failed[name] = error.message.splitlines()[0]
+            failed[name] = error.message.strip().splitlines()[-1].split(" [Op:")[0]  # the cause, after the traceback
             del calls[name]
     flops = 2 * rows_m * depth * columns
     timings = interleaved([Contender(name, call, items=flops / 1e9) for name, call in calls.items()],
