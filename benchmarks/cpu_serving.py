@@ -230,8 +230,9 @@ def openvino_predictors(plain_onnx: Path, threads: int,
 
 def openvino_dense_kernels(compiled) -> str:
     """OpenVINO's own account of a compiled model's dense layers: "<kernel> ×<count>" per kernel it picked."""
-    kinds = collections.Counter(str(op.get_rt_info()["primitiveType"]) for op in compiled.get_runtime_model().get_ordered_ops()
-                                if str(op.get_rt_info()["layerType"]) in ("FullyConnected", "MatMul"))
+    infos = [op.get_rt_info() for op in compiled.get_runtime_model().get_ordered_ops()]  # values: OVAny, read by astype
+    kinds = collections.Counter(info["primitiveType"].astype(str) for info in infos
+                                if info["layerType"].astype(str) in ("FullyConnected", "MatMul"))
     return ", ".join(f"{kind} ×{count}" for kind, count in kinds.most_common())
 
 
