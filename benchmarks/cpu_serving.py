@@ -26,15 +26,19 @@ logit difference from bert_tf's float32 `inference_function` on the same inputs.
 also times bert_tf's dense products alone (`benchmarks.inference.projections_only`, float32 and bfloat16, the
 same weights at each sentence's length): no encoder built from TensorFlow's kernels runs faster than that.
 ONNX Runtime and OpenVINO (a benchmark-only extra, like torch and transformers for the export)
-are skipped with a message when they cannot be imported.
+are skipped with a message when they cannot be imported. Last, the kernels each real-length contender ran
+and their instruction sets (`benchmarks.kernels_used`: perf samples, oneDNN's verbose log), so that a reader
+knows which figures apply to their CPU. Run under `benchmarks.avx2_only` for an AVX2-only CPU's figures.
 
     python -m benchmarks.run --only cpu_serving
 """
 
 from __future__ import annotations
 
+import collections
 import importlib.metadata
 import importlib.util
+import itertools
 import tempfile
 from pathlib import Path
 from typing import Callable
@@ -48,6 +52,7 @@ from benchmarks.contenders import HF_INPUT_NAMES, export_onnx, random_ids, torch
 from benchmarks.data import sst2
 from benchmarks.harness import Contender, Timing, interleaved, rate_cell, ratio, usable_cores
 from benchmarks.inference import projections_only
+from benchmarks.kernels_used import hottest_kernels, onednn_kernels, product_kernels
 from benchmarks.machine import machine_info
 from benchmarks.report import BenchmarkResult, markdown_table
 from benchmarks.settings import Settings
@@ -200,9 +205,10 @@ def onnx_runtime_predictors(files: dict[str, Path], threads: int) -> dict[str, P
 
 
 def openvino_predictors(plain_onnx: Path, threads: int,
-                        calibration: list[Features]) -> tuple[dict[str, Predict], list[str]]:
+                        calibration: list[Features]) -> tuple[dict[str, Predict], list[str], dict[str, str]]:
     """OpenVINO's compiled models of the unfused graph: float32, bf16 (if the CPU has it), int8 (if NNCF
-    is installed: calibrated on `calibration`); and OpenVINO's list of the CPU's capabilities."""
+    is installed: calibrated on `calibration`); OpenVINO's list of the CPU's capabilities; and the kernels of
+    each model's dense layers (`openvino_dense_kernels`)."""
     import openvino
 
     core = openvino.Core()
@@ -212,13 +218,22 @@ def openvino_predictors(plain_onnx: Path, threads: int,
         models[OPENVINO_BF16] = (plain_onnx, "bf16")
     if not missing("nncf"):
         models[OPENVINO_INT8] = (nncf_int8(core.read_model(str(plain_onnx)), calibration), "f32")
-    predictors = {}
+    predictors, kernels = {}, {}
     for name, (model, precision) in models.items():
         compiled = core.compile_model(model if isinstance(model, openvino.Model) else str(model), "CPU", {
             "INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": precision, "PERFORMANCE_HINT": "LATENCY"})
         request, logits = compiled.create_infer_request(), compiled.output("logits")
         predictors[name] = lambda features, r=request, out=logits: r.infer(_onnx_inputs(features))[out]
-    return predictors, capabilities
+        kernels[name] = openvino_dense_kernels(compiled)
+    return predictors, capabilities, kernels
+
+
+def openvino_dense_kernels(compiled) -> str:
+    """OpenVINO's own account of a compiled model's dense layers: "<kernel> ×<count>" per kernel it picked."""
+    infos = [op.get_rt_info() for op in compiled.get_runtime_model().get_ordered_ops()]  # values: OVAny, read by astype
+    kinds = collections.Counter(info["primitiveType"].astype(str) for info in infos
+                                if info["layerType"].astype(str) in ("FullyConnected", "MatMul"))
+    return ", ".join(f"{kind} ×{count}" for kind, count in kinds.most_common())
 
 
 def nncf_int8(model, calibration: list[Features]):
@@ -318,20 +333,21 @@ def run(settings: Settings) -> BenchmarkResult:
             real = real_length_run({**predictors, **ceilings(classifier)}, text_predictors, sentences,
                                    settings.vocab_file, settings)
 
-    setup.update(threads=threads, hidden_act=config.hidden_act, versions={p: _version(p) for p in VERSIONS})
+    setup.update(threads=threads, hidden_act=config.hidden_act, versions={p: _version(p) for p in VERSIONS},
+                 onednn=onednn_kernels())
     return report(title, setup, fixed, real, settings)
 
 
 def other_runtimes(classifier, scratch: Path, threads: int,
                    samples: dict[str, Features]) -> tuple[dict[str, Predict], dict]:
     """ONNX Runtime's and OpenVINO's predictors of `classifier` (those that can be imported), and what
-    they reported: {"fused_operators", "openvino_capabilities", "notes"}. `samples`: inputs to check
+    they reported: {"fused_operators", "openvino_capabilities", "openvino_kernels", "notes"}. `samples`: inputs to check
     the transformers copy on, and to calibrate OpenVINO's int8 on."""
     runtimes = [module for module in ("onnxruntime", "openvino") if not missing(module)]
     absent = missing("torch", "transformers", "onnx", "onnxruntime", "openvino")
     notes = [f"Not importable here: {', '.join(absent)}; the rows that need them are left out."] if absent else []
     notes.append(NO_OPENVINO_INT8 if missing("nncf") else OPENVINO_INT8_CALIBRATION)
-    predictors, setup = {}, {"fused_operators": {}, "openvino_capabilities": [], "notes": notes}
+    predictors, setup = {}, {"fused_operators": {}, "openvino_capabilities": [], "openvino_kernels": {}, "notes": notes}
     if not runtimes or missing("torch", "transformers", "onnx"):
         return predictors, setup
     plain = export_onnx(checked_torch_classifier(classifier, scratch / "hf", samples.values()), scratch / "plain.onnx")
@@ -340,15 +356,17 @@ def other_runtimes(classifier, scratch: Path, threads: int,
         predictors.update(onnx_runtime_predictors(files, threads))
     if "openvino" in runtimes:
         calibration = [row for features in samples.values() for row in rows_of(features)]
-        openvino, setup["openvino_capabilities"] = openvino_predictors(plain, threads, calibration)
+        openvino, setup["openvino_capabilities"], setup["openvino_kernels"] = openvino_predictors(plain, threads,
+                                                                                                   calibration)
         predictors.update(openvino)
     return predictors, setup
 
 
 def real_length_run(predictors: dict[str, Predict], text_predictors: dict, sentences: list[str], vocab_file: Path,
-                    settings: Settings) -> tuple[dict[str, Timing], dict[str, np.ndarray], float]:
+                    settings: Settings) -> tuple[dict[str, Timing], dict[str, np.ndarray], float, dict]:
     """Each sentence alone, text in on every side: the raw-text exports on its text, every ids graph behind the
-    Rust tokenizer (the fixed-length ones padded to 128); timings, logits, and the mean token count."""
+    Rust tokenizer (the fixed-length ones padded to 128); timings, logits, the mean token count, and the kernels
+    each contender ran (`benchmarks.kernels_used.hottest_kernels`, after the timed rounds)."""
     tokenize = rust_tokenizer(vocab_file)
     dynamic = {name: predict for name, predict in predictors.items() if name not in (SAVED_IDS, SAVED_IDS_BF16)}
     for name, predict in list(dynamic.items()):
@@ -359,7 +377,15 @@ def real_length_run(predictors: dict[str, Predict], text_predictors: dict, sente
     timings = interleaved(contenders, settings.rounds, warmup=0, max_seconds=settings.max_seconds,
                           description="real lengths")
     mean_tokens = float(np.mean([tokenize(sentence, False)["input_mask"].sum() for sentence in sentences]))
-    return timings, logits, mean_tokens
+    kernels = {name: hottest_kernels(_repeating(predict, calls[name])) for name, predict in dynamic.items()
+               if name not in CEILINGS}
+    return timings, logits, mean_tokens, kernels
+
+
+def _repeating(predict, calls: list) -> Callable[[], object]:
+    """A call of `predict` on the next of `calls` each time, round and round."""
+    inputs = itertools.cycle(calls)
+    return lambda: predict(next(inputs))
 
 
 def rust_tokenizer(vocab_file: Path) -> Callable[[str, bool], Features]:
@@ -420,7 +446,7 @@ def report(title: str, setup: dict, fixed: dict, real: tuple | None, settings: S
         parts.append("### Real lengths\n\nSkipped: SST-2 dev set not found under "
                      f"{settings.data_dir} (the table above used random ids).")
     else:
-        timings, logits, mean_tokens = real
+        timings, logits, mean_tokens, kernels = real
         sentences = len(logits[OURS])
         rows = table_rows(timings, logits, [])
         for row in rows:
@@ -441,11 +467,38 @@ def report(title: str, setup: dict, fixed: dict, real: tuple | None, settings: S
             f"{min(t.rounds for t in timings.values())}+ interleaved rounds after a warm-up round.",
             markdown_table(["contender", "input", "sentences/s", *header], rows),
             f"Fastest: {fastest(timings)}.",
+            kernels_section(kernels, setup["onednn"], setup["openvino_kernels"]),
         ]
         data["real_length"] = {"sentences": sentences, "mean_tokens": mean_tokens,
-                               "results": {n: t.summary() for n, t in timings.items()},
+                               "results": {n: t.summary() for n, t in timings.items()}, "kernels": kernels,
                                "max_logit_difference": _differences(logits)}
     return BenchmarkResult(NAME, "\n\n".join(parts), data)
+
+
+def kernels_section(kernels: dict[str, list[dict] | None], onednn: dict[str, str], openvino: dict[str, str]) -> str:
+    """The kernels each real-length contender ran (`benchmarks.kernels_used`): a table, and oneDNN's and OpenVINO's
+    own reports."""
+    rows = []
+    for name, hottest in kernels.items():
+        if hottest is None:
+            rows.append([name, "not profiled (no perf here)", ""])
+            continue
+        top = product_kernels(hottest)
+        rows.append([name, "; ".join(f"`{kernel['kernel']}` ({100 * kernel['share']:.0f}%)" for kernel in top) or "—",
+                     "; ".join(kernel["isa"] or "—" for kernel in top) or "—"])
+    return "\n\n".join([
+        "### The kernels each contender ran on this CPU",
+        "What decides which of these figures apply to another CPU: the instruction sets the runtimes' kernels used "
+        "here. `perf record` sampled each contender for 1 s after the timed rounds (every thread of this process); "
+        "the two runtime functions with the most samples among those whose instructions are known (else the one "
+        "with the most), with their shares of them, are named by their symbols (XNNPACK's "
+        "kernels carry their ISA after `__`) or, in a library without symbols (ONNX Runtime's), by the vector "
+        "instructions around its hottest addresses (`benchmarks.kernels_used.isa_of`). TensorFlow's oneDNN kernels "
+        "are compiled at run time, out of perf's reach: oneDNN's own log (`ONEDNN_VERBOSE=1`, a float32 and a "
+        f"bfloat16 dense layer of 25 × 768 · 768 × 3072 in a subprocess) says: ISA {onednn['isa']}; float32: "
+        f"{onednn['float32']}; bfloat16: {onednn['bfloat16']}. OpenVINO's runtime model names the kernel of each "
+        "of its dense layers: " + ("; ".join(f"{name}: {kinds}" for name, kinds in openvino.items()) or "—") + ".",
+        markdown_table(["contender", "hottest runtime code (share of samples)", "instructions"], rows)])
 
 
 def _version(package: str) -> str:

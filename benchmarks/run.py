@@ -15,6 +15,7 @@ Benchmarks (each a module of this package with `run(settings) -> BenchmarkResult
   quantized_accuracy  SST-2 and CoNLL-2003 dev scores of the bf16 and int8 serving paths against float32
   served_quantized    the bf16 and int8 exports served by `bert-tf serve`: SST-2 dev labels and sentences/s
   int8_matmul one BERT-base dense product by every int8 and bfloat16 route (TensorFlow, LiteRT, ONNX Runtime)
+  full_integer_int8  a fully integer int8 export (calibrated activations) against dynamic-range int8: SST-2, speed, kernels
   quality     fine-tuning from the trained BERT-Mini, bert-tf against transformers, 5 tasks x 3 seeds (~2 hours)
   distillation  students of the quality benchmark's teachers: dev score against float32/int8 speed (~1 hour)
   vocab       learning a WordPiece vocabulary from two books: bert-tf vs KerasHub and tensorflow-text
@@ -55,6 +56,7 @@ BENCHMARKS = {
     "quantized_accuracy": "quantized_accuracy",
     "served_quantized": "served_quantized",
     "int8_matmul": "int8_matmul",
+    "full_integer_int8": "full_integer_int8",
     "quality": "quality",
     "distillation": "distillation",
     "vocab": "vocab_learning",
@@ -137,11 +139,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.suite_command:  # a part of a suite run: its own command, without the suite's
         arguments = arguments[:arguments.index("--suite-command")]
     # Imported after parsing, so that --help answers without loading TensorFlow.
+    from benchmarks import avx2_only
     from benchmarks.report import BENCHMARKS_DIR, portable_command, write_result
     from benchmarks.settings import Settings
     from benchmarks.summary import summarize
 
-    command = portable_command(["python", "-m", "benchmarks.run", *arguments])
+    wrapper = ["python", "-m", "benchmarks.avx2_only"] if os.environ.get(avx2_only.MASK_VARIABLE) else []
+    command = portable_command([*wrapper, "python", "-m", "benchmarks.run", *arguments])
 
     settings = Settings(quick=args.quick, command=command)
     if args.data_dir:

@@ -34,7 +34,8 @@ def register(commands) -> None:
         "--quantize", choices=["none", "int8", "bf16", "float16"], default="none",
         help="none (float32, the default); int8: the fastest on CPUs (int8 weights, LiteRT's int8 kernels; with "
              "--format saved_model it writes NAME/<version>/model.tflite, which bert-tf serve serves); bf16: a "
-             "SavedModel computing in bfloat16 (CPUs with bfloat16 units); float16: tflite float16 weights")
+             "SavedModel computing in bfloat16, for CPUs with bfloat16 units (AVX512_BF16, AMX, ARM BF16; elsewhere it is "
+             "slower than float32, and export and serve say so); float16: tflite float16 weights")
     parser.set_defaults(run=run)
 
 

@@ -146,3 +146,24 @@ def test_serve_says_which_versions_of_which_models_it_serves_and_in_what_precisi
     # LiteRT writes its error lines without a break between them.
     assert one_line(RuntimeError("gather index out of boundsNode number 2 (GATHER) failed to invoke.")) == \
         "gather index out of bounds. Node number 2 (GATHER) failed to invoke."
+
+
+def test_export_and_serve_of_a_bf16_version_warn_on_a_cpu_without_bfloat16_units(ner_dir, tmp_path, caplog,
+                                                                                  monkeypatch):
+    import logging
+
+    from bert_tf import cpu_features
+    from serving.server.model_server import ModelServer
+
+    monkeypatch.setattr(cpu_features, "cpu_flags", lambda: frozenset({"avx2", "fma"}))  # an AVX2-only CPU
+    with caplog.at_level(logging.INFO):
+        export_saved_model(ner_dir, tmp_path, "ner", version=1)
+        assert "bf16 is slower" not in caplog.text  # float32: nothing to say
+        export_saved_model(ner_dir, tmp_path, "ner", version=2, quantize="bf16")
+        [exported] = [record for record in caplog.records if "bf16 is slower" in record.message]
+        assert exported.levelname == "WARNING" and "has no avx512_bf16 or amx_bf16" in exported.message
+        caplog.clear()
+        with ModelServer("ner", tmp_path / "ner", poll_wait_s=0):
+            pass
+    [served] = [record for record in caplog.records if "bf16 is slower" in record.message]
+    assert served.levelname == "WARNING" and served.message.startswith("Model 'ner', version 2: bf16 is slower")

@@ -61,6 +61,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
+from bert_tf.cpu_features import bfloat16_warning
 from bert_tf.model_directory import load_model_directory
 from bert_tf.tokenizer import BertTokenizer
 from serving.export.signatures import ServingSpec, model_info_function, serve_ids_function, serving_spec
@@ -96,6 +97,8 @@ def export_saved_model(
     directory that cannot be exported.
     """
     final = new_version_path(base_path, name, version)  # refused at once, before the model loads
+    if quantize == "bf16" and (warning := bfloat16_warning()):
+        logger.warning(warning)
     spec = serving_spec(load_model_directory(model_dir), seq_length, max_text_bytes, quantization=quantize,
                         embedding_dims=embedding_dims)
 

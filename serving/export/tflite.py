@@ -113,7 +113,7 @@ def convert(spec: ServingSpec, inputs: str = "ids", quantization: str = "none") 
         raise ValueError(f"inputs must be one of {INPUT_KINDS}, got {inputs!r}.")
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}.")
-    module, signatures = _tflite_module(spec, with_text=inputs == "text")
+    module, signatures = tflite_module(spec, with_text=inputs == "text")
     with tempfile.TemporaryDirectory(prefix="bert_tf_tflite_") as saved_model:
         # Through a SavedModel: the converter freezes the variables of a loaded SavedModel reliably.
         tf.saved_model.save(module, saved_model, signatures=signatures)
@@ -175,7 +175,7 @@ class DenseTextPacker(tf.Module):
         return pack_dense(dense, kept, self.spec.seq_length, self.spec.vocabulary)
 
 
-def _tflite_module(spec: ServingSpec, with_text: bool) -> tuple[tf.Module, dict]:
+def tflite_module(spec: ServingSpec, with_text: bool) -> tuple[tf.Module, dict]:
     """The module to convert and its signatures; see the module docstring."""
     module = tf.Module(name="bert_tf_tflite")
     # The tf.Variables themselves (see serving.export.saved_model.build_serving_module).

@@ -63,6 +63,7 @@ import grpc
 import tensorflow as tf
 from tensorflow_serving.apis import get_model_status_pb2
 
+from bert_tf.cpu_features import bfloat16_warning
 from serving.protocol import SAVED_MODEL_FILE, TFLITE_MODEL_FILE
 from serving.server.errors import ServingError
 from serving.server.model_config import ModelConfig, VersionPolicy, beside_config, read_model_config_file
@@ -347,6 +348,8 @@ class VersionedModel:
             self._servables = {**self._servables, version: servable}
             self._states[version] = VersionState("AVAILABLE")
         logger.info("Serving version %d of model %r (%s).", version, self.name, servable.describe())
+        if servable.precision == "bf16" and (warning := bfloat16_warning()):
+            logger.warning("Model %r, version %d: %s", self.name, version, warning)
         logger.info("Model %r serves %s.", self.name, self.describe())
 
     def _loaded(self, path: Path, version: int) -> Servable:
