@@ -10,7 +10,9 @@ and served by `bert-tf serve` with the float32 model's label on at least 99% of 
 `bert-tf finetune` from the trained BERT-Mini within max(1 point, 2 std) of transformers with the same recipe,
 task by task; int8 and bf16 losing at most 0.5 point on the models fine-tuned from it. Issue 25: a distilled
 student of the SST-2 teacher keeping ≥ 97% of its dev score at ≥ 4× its float32 sentences/s (batches of 32),
-and ≥ 96% at ≥ 12× in int8.
+and ≥ 96% at ≥ 12× in int8. Issue 36: sentence embeddings trained by `bert-tf finetune --task embed` within max(1 point,
+2 std) of sentence-transformers' STS-B dev Spearman, recipe by recipe; int8 losing at most 0.5 point; each bert-tf
+precision at least as fast as the fastest peer of that precision (raw text → vector, BERT-base).
 
 Example:
     >>> summarize(Path("benchmarks/results")).name   # doctest: +SKIP
@@ -190,12 +192,44 @@ def _served_quantized_rows(data: dict) -> list[list[str]]:
     return rows
 
 
+def _embedding_quality_rows(data: dict) -> list[list[str]]:
+    rows = []
+    for recipe, metrics in data["summaries"].items():
+        entry = metrics["spearman"]
+        rule = entry.get("rule")
+        if rule is None:
+            continue
+        seeds = min(len(entry["bert_tf"]["values"]), len(entry["sentence_transformers"]["values"]))
+        rows.append([f"embeddings, {recipe}: STS-B dev Spearman, bert-tf against sentence-transformers ({seeds} seeds "
+                     "each): |difference of means|", f"{abs(rule['difference']):.2f}", f"≤ {rule['bound']:.2f}",
+                     "met" if rule["holds"] else "**not met**",
+                     f"{entry['bert_tf']['mean']:.2f} vs {entry['sentence_transformers']['mean']:.2f}"])
+    lost = max(entry["float32"] - entry["int8"] for entry in data["int8"].values())
+    rows.append([f"embeddings: STS-B dev points the int8 model.tflite loses (worst of {len(data['int8'])} seeds)",
+                 f"{lost:.2f}", "≤ 0.50", "met" if lost <= 0.5 else "**not met**", ""])
+    return rows
+
+
+def _embedding_speed_rows(data: dict) -> list[list[str]]:
+    from benchmarks.embedding_speed import OURS, PRECISION
+
+    rows = []
+    for label, timings in data["timings"].items():
+        for ours in OURS:
+            peers = [name for name in timings if PRECISION[name] == PRECISION[ours] and name not in OURS]
+            fastest = max(peers, key=lambda name: _median(timings, name))
+            rows.append(_row(f"embeddings, {label}: {ours} against the fastest {PRECISION[ours]} peer",
+                             _median(timings, ours) / _median(timings, fastest), 1.0, "×", fastest))
+    return rows
+
+
 def summarize(json_dir: Path) -> BenchmarkResult:
     """The targets table from whichever results exist in `json_dir`."""
     sections = {"inference": _inference_rows, "text": _text_rows, "training": _training_rows,
                 "pipelines": _pipeline_rows, "cpu_serving": _cpu_serving_rows,
                 "quantized_accuracy": _quantized_accuracy_rows, "served_quantized": _served_quantized_rows,
-                "quality": _quality_rows, "distillation": _distillation_rows}
+                "quality": _quality_rows, "distillation": _distillation_rows,
+                "embedding_quality": _embedding_quality_rows, "embedding_speed": _embedding_speed_rows}
     rows, sources = [], {}
     for name, make_rows in sections.items():
         data = _load(json_dir, name)
