@@ -218,20 +218,23 @@ def search(model_dir: Path, texts: list[str], scratch: Path, settings: Settings)
         def top_k(embedding):
             return tf.math.top_k(tf.matmul(embedding, stored, transpose_b=True), k=TOP_K)
 
-        one, batch = texts[:16], texts[:BATCH]
+        singles = 16  # calls of one text or one vector per timed run
+        one, batch = texts[:singles], texts[:BATCH]
         unit = tf.math.l2_normalize(tf.random.stateless_normal([BATCH, size], seed=[0, 1]), axis=-1)
-        contenders = [Contender("query, one text per call", lambda: [query(text=tf.constant([text])) for text in one],
-                                items=len(one)),
-                      Contender(f"queries, {BATCH} per call", lambda: query(text=tf.constant(batch)), items=BATCH),
-                      Contender("inner products + top-k alone, one vector", lambda: [top_k(unit[i:i + 1])
-                                                                                       for i in range(16)], items=16),
-                      Contender(f"inner products + top-k alone, {BATCH} vectors", lambda: top_k(unit), items=BATCH)]
-        timings = interleaved(contenders, settings.rounds, warmup=1, max_seconds=settings.max_seconds,
-                              description=f"search {documents:,}")
+        # (contender, calls it makes per run): a latency is a call's time
+        timed = [(Contender("query, one text per call", lambda: [query(text=tf.constant([text])) for text in one],
+                            items=singles), singles),
+                 (Contender(f"queries, {BATCH} per call", lambda: query(text=tf.constant(batch)), items=BATCH), 1),
+                 (Contender("inner products + top-k alone, one vector",
+                            lambda: [top_k(unit[i:i + 1]) for i in range(singles)], items=singles), singles),
+                 (Contender(f"inner products + top-k alone, {BATCH} vectors", lambda: top_k(unit), items=BATCH), 1)]
+        timings = interleaved([contender for contender, _ in timed], settings.rounds, warmup=1,
+                              max_seconds=settings.max_seconds, description=f"search {documents:,}")
         memory = documents * size * 4 / 2**20
-        for name, timing in timings.items():
-            per_call = timing.median_seconds / (timing.items if "one" in name else 1) * 1e3
-            rows.append([f"{documents:,}", f"{memory:,.0f} MiB", name, rate_cell(timing), f"{per_call:,.2f} ms"])
+        for contender, calls in timed:
+            timing = timings[contender.name]
+            rows.append([f"{documents:,}", f"{memory:,.0f} MiB", contender.name, rate_cell(timing),
+                         f"{timing.median_seconds / calls * 1e3:,.2f} ms"])
         del loaded, query, stored
     return rows
 
