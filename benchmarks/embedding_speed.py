@@ -185,7 +185,7 @@ def served(version: Path, texts_file: Path, scratch: Path, settings: Settings) -
     command = [sys.executable, "-m", "benchmarks.serving_load", "--model_base_path", str(version.parent),
                "--model_name", version.parent.name, "--sentences", str(texts_file), "--clients", "1", "64",
                "--modes", "grpc-kept", "--enable_batching", "--batching_parameters_file",
-               str(Path(__file__).resolve().parents[1] / "serving" / "batching_parameters.txt"),
+               "serving/batching_parameters.txt",  # the checkout's: benchmarks run from it
                "--requests", "400" if settings.quick else "4000", "--rounds", "2" if settings.quick else "4",
                "--max_seconds", "60" if settings.quick else "240", "--results", str(results)]
     completed = subprocess.run(command, capture_output=True, text=True)
@@ -235,7 +235,6 @@ def search(model_dir: Path, texts: list[str], scratch: Path, settings: Settings)
             timing = timings[contender.name]
             rows.append([f"{documents:,}", f"{memory:,.0f} MiB", contender.name, rate_cell(timing),
                          f"{timing.median_seconds / calls * 1e3:,.2f} ms"])
-        del loaded, query, stored
     return rows
 
 

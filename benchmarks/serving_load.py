@@ -523,7 +523,7 @@ def markdown(command: str, args, model: str, rows: list[Row], info: dict, starte
              minutes: float) -> str:
     """The RESULTS.md section: set-up, the table, and the errors if there were any."""
     from benchmarks.machine import machine_line
-    from benchmarks.report import markdown_table
+    from benchmarks.report import markdown_table, portable_command
 
     reference = rows[0].requests_per_s
     table = []
@@ -552,7 +552,7 @@ def markdown(command: str, args, model: str, rows: list[Row], info: dict, starte
         f"- Machine: {machine_line(info)}, grpcio {grpc.__version__}; that load average is from before the run, "
         f"at its end it was {os.getloadavg()[0]:.1f} (1 min, the run's own threads included)",
         f"- Model: {model}; signature `{args.signature_name}`, "
-        + (f"one sentence of `{args.sentences}` per request (its first {args.sentence_count}, in turn), each answer "
+        + (f"one sentence of `{portable_command([str(args.sentences)])}` per request (its first {args.sentence_count}, in turn), each answer "
            f"checked against the sentence alone ({'same label' if args.same_label else '≤ 1e-5'}); the direct row: "
            f"batches of {args.reference_batch}, rates in sentences/s" if args.sentences else
            f"batch {args.batch_size}, the same inputs in every request")
@@ -625,7 +625,7 @@ def main(argv: list[str] | None = None) -> int:
     started, began = datetime.datetime.now(datetime.timezone.utc), time.perf_counter()
 
     with tempfile.TemporaryDirectory() as scratch:
-        base_path, model = args.model_base_path, f"{args.model_name} from `{args.model_base_path}`"
+        base_path, model = args.model_base_path, f"{args.model_name} from `{portable_command([str(args.model_base_path)])}`"
         if args.preset:
             base_path, model = preset_base_path(args.preset, args.quantize, Path(scratch))
         elif base_path is None:
