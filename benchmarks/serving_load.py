@@ -524,7 +524,10 @@ def markdown(command: str, args, model: str, rows: list[Row], info: dict, starte
     """The RESULTS.md section: set-up, the table, and the errors if there were any."""
     from benchmarks.machine import machine_line
     from benchmarks.report import markdown_table, portable_command
+    from serving.server.model_server import batching_parameters, request_threads
 
+    automatic = request_threads(batching_parameters(args.enable_batching, args.batching_parameters_file))
+    grpc_threads, rest_threads = args.grpc_max_threads or automatic, args.rest_api_num_threads or automatic
     reference = rows[0].requests_per_s
     table = []
     for row in rows:
@@ -559,7 +562,7 @@ def markdown(command: str, args, model: str, rows: list[Row], info: dict, starte
         + (f"; server batching on ({args.batching_parameters_file or 'TF Serving defaults'})"
            if args.enable_batching else "; server batching off"),
         f"- Set-up: development server (`serving/server/model_server.py`) in a child process on 127.0.0.1 with "
-        f"{args.grpc_max_threads} gRPC threads and {args.rest_api_num_threads} REST workers"
+        f"{grpc_threads} gRPC threads and {rest_threads} REST workers"
         + (f", TensorFlow intra-op threads {args.tensorflow_intra_op_parallelism}"
            if args.tensorflow_intra_op_parallelism else "")
         + "; clients are threads of "
@@ -602,8 +605,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="check only that served answers give the same label as alone (int8)")
     parser.add_argument("--enable_batching", action="store_true", help="the server's request batching")
     parser.add_argument("--batching_parameters_file", default="", help="the server's batching parameters")
-    parser.add_argument("--grpc_max_threads", type=int, default=8, help="the server's (default 8, as `serve`)")
-    parser.add_argument("--rest_api_num_threads", type=int, default=8, help="the server's (default 8, as `serve`)")
+    parser.add_argument("--grpc_max_threads", type=int, default=0,
+                        help="the server's (default 0: chosen from the batching, as `serve`)")
+    parser.add_argument("--rest_api_num_threads", type=int, default=0,
+                        help="the server's (default 0: chosen from the batching, as `serve`)")
     parser.add_argument("--tensorflow_intra_op_parallelism", type=int, default=0,
                         help="the server's (default 0: one thread per core, as `serve`)")
     parser.add_argument("--results", type=Path, help="RESULTS.md to write (default benchmarks/RESULTS.md); "

@@ -19,7 +19,8 @@ The command takes the flags of `tensorflow_model_server` (`--port`, `--rest_api_
 `--grpc_channel_arguments`, `--rest_api_num_threads`, `--rest_api_timeout_in_ms`,
 `--enable_batching`, `--batching_parameters_file`: `serving.server.batching`,
 `--tensorflow_intra_op_parallelism`, `--tensorflow_inter_op_parallelism`), with
-their defaults, plus `--host` (default 127.0.0.1: only this machine),
+their defaults (but `--grpc_max_threads` and `--rest_api_num_threads`: 8, or with batching enough requests to fill
+the batches, `request_threads`), plus `--host` (default 127.0.0.1: only this machine),
 `--max_batch_size` (default 512 rows; the official server sets it in its batching
 parameters file), `--max_request_text_bytes` (default 1 MiB) and `--rest_api_max_body_bytes`
 (default 8 MiB). Requests are limited: gRPC messages to 64 MiB
@@ -59,6 +60,10 @@ logger = logging.getLogger(__name__)
 # JSON parses to up to ~33 times its size: with this, requests cost the REST front end at most 768 MiB in all
 # (`serving.server.rest_service`), and the largest request within the other limits (512 rows of 512 token ids) fits.
 DEFAULT_REST_MAX_BODY_BYTES = 8 * 2**20
+# Requests answered at once, over each protocol, when no number is given: without batching, as before; with it,
+# enough to fill a batch while every batch thread runs one, up to a bound (threads start only as requests come).
+REQUEST_THREADS_WITHOUT_BATCHING = 8
+MAX_AUTOMATIC_REQUEST_THREADS = 1024
 
 
 class ModelServer:
@@ -67,7 +72,7 @@ class ModelServer:
 
     gRPC and REST listen on `host` at `grpc_port` and `rest_port` (0: a free port; read the
     chosen ones from `.grpc_port` and `.rest_port` after `start()`). `grpc_max_threads` gRPC
-    requests run at once; `grpc_channel_arguments` override
+    requests run at once (0: `request_threads(batching)`); `grpc_channel_arguments` override
     `serving.server.grpc_service.DEFAULT_CHANNEL_ARGUMENTS` (e.g. {"grpc.max_receive_message_length":
     2**30}); `rest_num_threads`, `rest_timeout_s` and `rest_max_body_bytes` are the REST
     front end's (`serving.server.rest_service`). `model_options` are the fields of
@@ -84,9 +89,9 @@ class ModelServer:
         host: str = "127.0.0.1",
         grpc_port: int = 0,
         rest_port: int = 0,
-        grpc_max_threads: int = 8,
+        grpc_max_threads: int = 0,
         grpc_channel_arguments: Mapping[str, int | str] | None = None,
-        rest_num_threads: int = 8,
+        rest_num_threads: int = 0,
         rest_timeout_s: float = 30.0,
         rest_max_body_bytes: int = DEFAULT_REST_MAX_BODY_BYTES,
         **model_options,
@@ -96,8 +101,8 @@ class ModelServer:
                 raise ValueError("Give a model base path (--model_base_path) or a model config file (--model_config_file).")
             if not model_name or "/" in model_name or ":" in model_name:
                 raise ValueError(f"Invalid model name {model_name!r}: it must be non-empty, without '/' or ':'.")
-        if grpc_max_threads < 1 or rest_num_threads < 1:
-            raise ValueError("grpc_max_threads and rest_num_threads must be ≥ 1.")
+        if grpc_max_threads < 0 or rest_num_threads < 0:
+            raise ValueError("grpc_max_threads and rest_num_threads must be ≥ 0 (0: chosen from the batching).")
         if rest_timeout_s <= 0 or rest_max_body_bytes < 0:
             raise ValueError("rest_timeout_s must be > 0 and rest_max_body_bytes ≥ 0.")
         self.options = ModelOptions(**model_options)
@@ -107,9 +112,12 @@ class ModelServer:
         self.host = host
         self.grpc_port = grpc_port
         self.rest_port = rest_port
-        self.grpc_max_threads = grpc_max_threads
+        automatic = request_threads(self.options.batching)
+        self.grpc_max_threads = grpc_max_threads or automatic
         self.grpc_channel_arguments = dict(grpc_channel_arguments or {})
-        self.rest_num_threads = rest_num_threads
+        self.rest_num_threads = rest_num_threads or automatic
+        for flag, threads in (("--grpc_max_threads", grpc_max_threads), ("--rest_api_num_threads", rest_num_threads)):
+            _warn_if_batches_cannot_fill(flag, threads, self.options.batching, automatic)
         self.rest_timeout_s = rest_timeout_s
         self.rest_max_body_bytes = rest_max_body_bytes
         self._models = self._grpc = self._rest = None
@@ -183,6 +191,29 @@ class ModelServer:
 
     def __exit__(self, *exc_info) -> None:
         self.stop()
+
+
+def request_threads(batching) -> int:
+    """Requests answered at once over each protocol by default: 8 without request batching; with it, enough to fill
+    a batch while every batch thread runs one ((num_batch_threads + 1) × the batch size, at most 1,024), because a
+    request holds its thread while it waits for its batch: 8 made batches of 8 rows at most.
+
+    >>> from serving.server.batching import BatchingParameters
+    >>> request_threads(None), request_threads(BatchingParameters(max_batch_size=32, num_batch_threads=1))
+    (8, 64)
+    """
+    if batching is None:
+        return REQUEST_THREADS_WITHOUT_BATCHING
+    wanted = (batching.num_batch_threads + 1) * batching.execution_batch_size
+    return max(REQUEST_THREADS_WITHOUT_BATCHING, min(wanted, MAX_AUTOMATIC_REQUEST_THREADS))
+
+
+def _warn_if_batches_cannot_fill(flag: str, threads: int, batching, automatic: int) -> None:
+    """One line when a given number of request threads caps the batches below the batch size."""
+    if batching is not None and 0 < threads < batching.execution_batch_size:
+        logger.warning("%s %d lets %d requests in at once, so batches will hold at most %d rows of the %d allowed: "
+                       "leave it out (%d with these batching parameters) or give at least %d.", flag, threads,
+                       threads, threads, batching.execution_batch_size, automatic, batching.execution_batch_size)
 
 
 def _shut_down(workers: list[futures.ThreadPoolExecutor], timeout_s: float) -> bool:
@@ -284,13 +315,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"refuse requests holding more bytes of text in all (default {DEFAULT_MAX_REQUEST_TEXT_BYTES}: 1 MiB; "
              "0: no limit)",
     )
-    parser.add_argument("--grpc_max_threads", type=int, default=8, help="gRPC requests served at once (default 8)")
+    parser.add_argument(
+        "--grpc_max_threads", type=int, default=0,
+        help="gRPC requests served at once (default 0: 8, or with --enable_batching enough to fill a batch while "
+             "every batch thread runs one: (num_batch_threads + 1) × max_batch_size, at most 1024)")
     parser.add_argument(
         "--grpc_channel_arguments", default="",
         help="gRPC server arguments, key=value,...; requests are limited to 64 MiB unless "
         "grpc.max_receive_message_length=BYTES is given",
     )
-    parser.add_argument("--rest_api_num_threads", type=int, default=8, help="REST requests served at once (default 8)")
+    parser.add_argument("--rest_api_num_threads", type=int, default=0,
+                        help="REST requests served at once (default 0: as --grpc_max_threads)")
     parser.add_argument(
         "--rest_api_timeout_in_ms", type=int, default=30_000,
         help="close a REST connection that sends nothing for this long, mid-request or idle (default 30000)",
