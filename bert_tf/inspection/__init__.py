@@ -30,6 +30,7 @@ from bert_tf.inspection.embeddings import (
     TextEmbedder,
     TokenVectors,
 )
+from bert_tf.inspection.exported_embedder import ExportedEmbedder
 from bert_tf.inspection.exported_encoder import ExportedEncoder
 from bert_tf.inspection.fill_mask import Candidate, FillMaskResult, MaskedSpan, fill_mask, mask_probabilities
 from bert_tf.inspection.loading import InspectionModel, load_inspection_model
@@ -42,6 +43,7 @@ __all__ = [
     "AttentionMaps",
     "Candidate",
     "EmbeddingConfig",
+    "ExportedEmbedder",
     "ExportedEncoder",
     "FillMaskResult",
     "InspectionModel",

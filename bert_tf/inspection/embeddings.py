@@ -35,6 +35,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.config import check_sequence_length
+from bert_tf.inspection.exported_embedder import ExportedEmbedder
 from bert_tf.inspection.exported_encoder import ExportedEncoder
 from bert_tf.inspection.pooling import TOKEN_POOLINGS, l2_normalize, pool_tokens
 from bert_tf.model import INPUT_NAMES, BertModel
@@ -116,7 +117,8 @@ class TextEmbedder:
     """Sentence or token vectors of texts from a BERT encoder (see the module docstring).
 
     Args:
-        encoder: a `BertModel`, or an `ExportedEncoder` (last layer only).
+        encoder: a `BertModel`, an `ExportedEncoder` (last layer only), or an `ExportedEmbedder` (the vectors it
+            was trained to give only).
         tokenizer: its `BertTokenizer`.
         config: the default `EmbeddingConfig`; each method takes another one too (the
             tokenizer's graph is traced once per embedder, the encoder's once per config).
@@ -127,7 +129,7 @@ class TextEmbedder:
             layer it was trained on); token vectors do not.
     """
 
-    def __init__(self, encoder: BertModel | ExportedEncoder, tokenizer: BertTokenizer,
+    def __init__(self, encoder: BertModel | ExportedEncoder | ExportedEmbedder, tokenizer: BertTokenizer,
                  config: EmbeddingConfig = EmbeddingConfig(), max_length: int | None = None, projection=None):
         max_length = max_length or encoder.config.max_position_embeddings
         check_sequence_length(max_length, encoder.config.max_position_embeddings, "max_length")
@@ -253,9 +255,8 @@ class TextEmbedder:
         """The traced function ids → vectors for `config` (sentence vectors, or per token)."""
         key = (config, per_token)
         if key not in self._vector_functions:
-            if isinstance(self.encoder, ExportedEncoder) and config.layers != (-1,):
-                raise ValueError(f"An exported SavedModel has only its last layer; layers {config.layers} need the "
-                                 "model directory or checkpoint.")
+            if isinstance(self.encoder, (ExportedEncoder, ExportedEmbedder)):
+                self.encoder.check_config(config, per_token)
             layers = _layer_indices(config.layers, self.encoder.config.num_hidden_layers)
             compute = self._token_vectors if per_token else self._sentence_vectors
             signature = [{name: tf.TensorSpec([None, None], tf.int32) for name in INPUT_NAMES}]
@@ -264,6 +265,8 @@ class TextEmbedder:
         return self._vector_functions[key]
 
     def _sentence_vectors(self, inputs, config: EmbeddingConfig, layers: tuple[int, ...]):
+        if isinstance(self.encoder, ExportedEmbedder):  # pooled, projected and normalised in the export
+            return self.encoder.sentence_vectors(inputs)
         outputs = self.encoder(inputs, training=False)
         if config.pooling == "pooled":
             vectors = outputs["pooled_output"]

@@ -4,7 +4,8 @@ Accepted paths: a bert-tf directory (`save_pretrained`; an encoder, a `BertPretr
 model), the output folder of `bert-tf pretrain` (its `model/` is used), a Google checkpoint
 directory or prefix, a Hugging Face BERT directory, a KerasHub preset directory, a preset name
 with local weights (see `bert_tf.read_checkpoint`), or an encoder SavedModel exported by
-`serving.export.saved_model` (embeddings from its last layer only: see `ExportedEncoder`).
+`serving.export.saved_model` (embeddings from its last layer only: see `ExportedEncoder`), or an exported
+sentence-embedding model (the vectors it was trained to give: `ExportedEmbedder`).
 
 Example:
     >>> model = load_inspection_model("uncased_L-4_H-256_A-4/")   # doctest: +SKIP
@@ -22,7 +23,8 @@ import keras
 
 from bert_tf.checkpoints import assign_weights, check_vocabulary_fits, read_checkpoint
 from bert_tf.config import check_sequence_length
-from bert_tf.inspection.exported_encoder import ExportedEncoder, is_saved_model
+from bert_tf.inspection.exported_embedder import ExportedEmbedder, is_exported_embedder
+from bert_tf.inspection.exported_encoder import ExportedEncoder, is_saved_model, load_export
 from bert_tf.layers.initializer import weights_loaded_next
 from bert_tf.model import BertModel
 from bert_tf.model_directory import is_bert_tf_directory, load_model_directory
@@ -42,7 +44,7 @@ POOLER_PREFIX = "pooler/"
 class InspectionModel:
     """A trained BERT ready to be looked at."""
 
-    encoder: BertModel | ExportedEncoder
+    encoder: BertModel | ExportedEncoder | ExportedEmbedder
     tokenizer: BertTokenizer
     pretrainer: BertPretrainer | None  # None when the checkpoint has no masked-LM head weights
     max_length: int  # most tokens per input, [CLS] and [SEP] included
@@ -78,9 +80,13 @@ def load_inspection_model(path, vocab_file=None, lower_case: bool | None = None,
     if is_bert_tf_directory(directory / "model"):
         directory = directory / "model"  # the output folder of `bert-tf pretrain`
     if is_saved_model(directory):
-        encoder = ExportedEncoder(directory)
+        export = load_export(directory)
+        encoder = ExportedEmbedder(export) if is_exported_embedder(export) else ExportedEncoder(export)
         pretrainer, checkpoint_vocab, checkpoint_lower_case = None, encoder.vocab_file, encoder.lower_case
         seq_length = encoder.seq_length
+        if isinstance(encoder, ExportedEmbedder):  # how it pools and normalises, as a model directory's task says
+            task = TaskSpec(task=export.task, seq_length=seq_length, pooling=encoder.pooling,
+                            normalize=encoder.normalize)
     elif is_bert_tf_directory(directory):
         loaded = load_model_directory(directory)
         model = loaded.model
