@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_pretraining_loop import free_port
-from tiny_finetune_files import VOCAB, write_sentiment_tsv, write_vocab
+from tiny_finetune_files import VOCAB, sentiment_rows, write_sentiment_tsv, write_vocab
 
 import bert_tf
 
@@ -86,6 +86,28 @@ def test_two_replicas_fine_tune_as_one_device(files, tmp_path, accumulation):
     # moves by a little of the learning rate (1e-3) when two replicas sum it in another order.
     assert_same_training(one, two, atol=5e-5)
     assert (tmp_path / "two" / "model.keras").is_file()
+
+
+@pytest.fixture(scope="module")
+def embedding_files(files):
+    """32 pairs (anchor, positive) and 32 scored pairs of the training sentences, for the embedding losses."""
+    rows = [text for text, _ in sentiment_rows(64, seed=2)]
+    (files / "pairs.tsv").write_text("anchor\tpositive\n" + "".join(
+        f"{rows[index]}\t{rows[index + 1]}\n" for index in range(0, 64, 2)))
+    (files / "scored.tsv").write_text("sentence1\tsentence2\tscore\n" + "".join(
+        f"{rows[index]}\t{rows[index + 1]}\t{index % 5}\n" for index in range(0, 64, 2)))
+    return files
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("data", ["pairs", "scored"])
+def test_two_replicas_train_an_embedder_as_one_device(embedding_files, tmp_path, data):
+    """In-batch negatives and CoSENT compare every example of the batch with every other: each replica reads the
+    global batch's vectors (all-gathered), as one device does, not only its own half."""
+    one, two = one_and_two_replicas(lambda out, strategy: settings(
+        embedding_files, out, strategy=strategy, task="embed", train_file=str(embedding_files / f"{data}.tsv")),
+        tmp_path)
+    assert_same_training(one, two, atol=5e-5)
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,10 @@ ids [batch, texts, seq]), and compares texts by cosine similarity:
 - `CosineSimilarityLoss`: the squared difference of the cosine and the score (scaled to [0, 1] by the caller).
 - `MatryoshkaLoss`: a loss summed over vectors cut to nested sizes (e.g. 256, 128, 64), so that a vector cut
   to any of them still works (Kusupati et al., 2022).
+Under a distribution strategy of several replicas, in-batch negatives and CoSENT compare the examples of the
+global batch, as one device does: each replica all-gathers every replica's vectors and computes the loss of the
+whole batch (a matrix of cosines, small beside the encoder), divided by the replicas (`replica_share`); with the
+gradient of the gather, the replicas' summed gradients are those of one device.
 
 Example:
     >>> import numpy as np
@@ -24,6 +28,8 @@ from __future__ import annotations
 
 import keras
 import tensorflow as tf
+
+from bert_tf.replicas import global_batch, replica_share
 
 
 def _unit(vectors):
@@ -45,7 +51,7 @@ class InBatchNegativesLoss(keras.losses.Loss):
         self.scale, self.symmetric = float(scale), bool(symmetric)
 
     def call(self, y_true, y_pred):
-        vectors = _unit(y_pred)
+        vectors = global_batch(_unit(y_pred))
         anchors = vectors[:, 0]
         candidates = tf.reshape(tf.transpose(vectors[:, 1:], [1, 0, 2]), [-1, tf.shape(vectors)[-1]])  # positives first
         scores = self.scale * tf.matmul(anchors, candidates, transpose_b=True)  # [batch, batch × (texts - 1)]
@@ -54,7 +60,7 @@ class InBatchNegativesLoss(keras.losses.Loss):
         if self.symmetric:
             backward = self.scale * tf.matmul(vectors[:, 1], anchors, transpose_b=True)
             loss = (loss + tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, backward))) / 2
-        return loss
+        return replica_share(loss)
 
     def get_config(self):
         return {**super().get_config(), "scale": self.scale, "symmetric": self.symmetric}
@@ -69,12 +75,12 @@ class CoSENTLoss(keras.losses.Loss):
         self.scale = float(scale)
 
     def call(self, y_true, y_pred):
-        cosines = self.scale * _pair_cosines(y_pred)
-        scores = tf.cast(tf.reshape(y_true, [-1]), tf.float32)
+        cosines = self.scale * global_batch(_pair_cosines(y_pred))
+        scores = global_batch(tf.cast(tf.reshape(y_true, [-1]), tf.float32))
         differences = cosines[None, :] - cosines[:, None]  # [i, j]: cos_j − cos_i
         ordered = scores[:, None] > scores[None, :]
         terms = tf.concat([[0.0], tf.boolean_mask(differences, ordered)], axis=0)
-        return tf.reduce_logsumexp(terms)
+        return replica_share(tf.reduce_logsumexp(terms))
 
     def get_config(self):
         return {**super().get_config(), "scale": self.scale}
@@ -87,8 +93,8 @@ class CosineSimilarityLoss(keras.losses.Loss):
     def __init__(self, name: str = "cosine_similarity", **kwargs):
         super().__init__(name=name, **kwargs)
 
-    def call(self, y_true, y_pred):
-        return tf.reduce_mean(tf.square(_pair_cosines(y_pred) - tf.cast(tf.reshape(y_true, [-1]), tf.float32)))
+    def call(self, y_true, y_pred):  # per pair: Keras takes the mean (and each replica's share)
+        return tf.square(_pair_cosines(y_pred) - tf.cast(tf.reshape(y_true, [-1]), tf.float32))
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
