@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_pretraining_loop import free_port
-from tiny_finetune_files import VOCAB, sentiment_rows, write_sentiment_tsv, write_vocab
+from tiny_finetune_files import VOCAB, sentiment_rows, write_conll, write_sentiment_tsv, write_vocab
 
 import bert_tf
 
@@ -107,6 +107,15 @@ def test_two_replicas_train_an_embedder_as_one_device(embedding_files, tmp_path,
     one, two = one_and_two_replicas(lambda out, strategy: settings(
         embedding_files, out, strategy=strategy, task="embed", train_file=str(embedding_files / f"{data}.tsv")),
         tmp_path)
+    assert_same_training(one, two, atol=5e-5)
+
+
+@pytest.mark.slow
+def test_two_replicas_fine_tune_ner_as_one_device(files, tmp_path):
+    """The token loss is the mean over the global batch's labelled tokens, however many fall to each replica."""
+    train = write_conll(tmp_path / "train.conll", copies=6)
+    one, two = one_and_two_replicas(lambda out, strategy: settings(
+        files, out, strategy=strategy, task="ner", train_file=str(train)), tmp_path)
     assert_same_training(one, two, atol=5e-5)
 
 

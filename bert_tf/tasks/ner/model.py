@@ -20,7 +20,7 @@ import keras
 
 from bert_tf.metrics.masked_accuracy import MaskedSparseCategoricalAccuracy
 from bert_tf.model import BertModel
-from bert_tf.tasks.ner.word_alignment import IGNORE_LABEL
+from bert_tf.tasks.ner.token_loss import TokenCrossEntropy
 from bert_tf.tasks.task_model import BertTaskModel, softmax
 
 
@@ -56,8 +56,9 @@ class BertTokenClassifier(BertTaskModel):
         return softmax(outputs)
 
     def default_loss(self) -> keras.losses.Loss:
-        """Sparse categorical cross-entropy from logits, averaged over the positions not labelled `IGNORE_LABEL`."""
-        return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_LABEL)
+        """Sparse categorical cross-entropy from logits, averaged over the positions not labelled `IGNORE_LABEL` (of
+        the global batch, on several replicas: `TokenCrossEntropy`)."""
+        return TokenCrossEntropy()
 
     def default_metrics(self) -> list[keras.metrics.Metric]:
         """Token accuracy over the positions not labelled `IGNORE_LABEL`."""
