@@ -142,12 +142,9 @@ def read_examples(lines: Iterable[str], name: str, task: str, input_format: str 
 
 
 def _from_json(line: str, required: tuple[str, ...], optional: tuple[str, ...]) -> dict:
-    try:
-        example = json.loads(line)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"not JSON ({error.msg}, column {error.colno})") from None
-    if not isinstance(example, dict):
-        raise ValueError(f"expected a JSON object with {_names(required)}, got {type(example).__name__}")
+    from bert_tf.tasks.data_rows import json_object
+
+    example = json_object(line)
     missing = [field for field in required if field not in example]
     if missing:
         raise ValueError(f"missing {_names(missing)} (this model reads {_names(required + optional)})")

@@ -140,7 +140,7 @@ def test_a_bad_line_is_named_by_file_and_line(tmp_path, monkeypatch, capsys, mod
     source.write_text('{"text": "a film"}\n\n{"text": "a film"\n')
     assert main(["predict", "--model", str(models["classify"]), "--input", str(source)]) == 2
     captured = capsys.readouterr()
-    assert f"bert-tf predict: error: {source}:3: not JSON" in captured.err
+    assert f"bert-tf predict: error: {source}:3: not a JSON object" in captured.err
     assert len(captured.out.splitlines()) == 0  # the batch holding the bad line is not predicted
 
     monkeypatch.setattr("sys.stdin", io.StringIO('{"question": "who?"}\n'))
@@ -150,7 +150,7 @@ def test_a_bad_line_is_named_by_file_and_line(tmp_path, monkeypatch, capsys, mod
 
 @pytest.mark.parametrize("lines, task, error", [
     (['{"text": 3}'], "classify", "in.jsonl:1: 'text' must be a string"),
-    (['{"text": "a"}', '["a film"]'], "classify", "in.jsonl:2: expected a JSON object with 'text', got list"),
+    (['{"text": "a"}', '["a film"]'], "classify", "in.jsonl:2: expected a JSON object, got list"),
     (['{"text": "a", "text_b": "b"}', '{"text": "c"}'], "classify",
      "in.jsonl:2: has 'text' but line 1 has 'text', 'text_b'"),
     (["a film\tgreat"], "ner", "in.jsonl:1: expected text, got 2 tab-separated fields"),

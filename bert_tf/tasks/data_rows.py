@@ -63,17 +63,31 @@ def _delimited_rows(path: Path, delimiter: str, quoting: int) -> Iterator[tuple[
         raise ValueError(f"{path}, line {reader.line_num}: {error}.") from None
 
 
+def json_object(line: str) -> dict:
+    """The JSON object that `line` holds; ValueError naming what is wrong (no file or line: callers add them).
+
+    >>> json_object('{"text": "a fine film"}'), json_object('["a"]')  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    ValueError: expected a JSON object, got list
+    """
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not a JSON object ({error.msg}, column {error.colno})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
 def _json_rows(path: Path) -> Iterator[tuple[int, dict]]:
     header_sent = False
     for line_number, line in enumerate(utf8_lines(path), start=1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}, line {line_number}: not a JSON object ({error.msg}).") from None
-        if not isinstance(row, dict):
-            raise ValueError(f"{path}, line {line_number}: expected a JSON object, got {type(row).__name__}.")
+            row = json_object(line)
+        except ValueError as error:
+            raise ValueError(f"{path}, line {line_number}: {error}.") from None
         if not header_sent:
             yield 0, list(row)
             header_sent = True

@@ -23,7 +23,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
@@ -32,6 +31,7 @@ import tensorflow as tf
 
 from bert_tf.model_directory import load_model_directory
 from bert_tf.progress import progress_bar
+from bert_tf.tasks.data_rows import json_object
 from bert_tf.text_files import existing_file, utf8_lines
 from bert_tf.tokenizer import BertTokenizer
 from serving.export.saved_model import new_version_path, write_version
@@ -53,10 +53,10 @@ def read_corpus(path: str | Path) -> tuple[list[str], list[str]]:
             texts.append(line.strip())
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}, line {number}: not a JSON object ({error.msg}).") from None
-        identifier = row.get("_id", row.get("id")) if isinstance(row, dict) else None
+            row = json_object(line)
+        except ValueError as error:
+            raise ValueError(f"{path}, line {number}: {error}.") from None
+        identifier = row.get("_id", row.get("id"))
         if identifier is None or not isinstance(row.get("text"), str):
             raise ValueError(f"{path}, line {number}: a document needs an \"_id\" (or \"id\") and a \"text\".")
         ids.append(str(identifier))
