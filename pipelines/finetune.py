@@ -58,7 +58,7 @@ from bert_tf.text_files import existing_file, utf8_lines
 from bert_tf.tokenizer import BertTokenizer
 from bert_tf.training.distributed_fit import distributed_fit
 from bert_tf.training.mixed_precision import global_policy
-from bert_tf.training.strategy import check_batches, is_chief, make_strategy
+from bert_tf.training.strategy import check_batches, check_xla, is_chief, make_strategy
 from bert_tf.vocabulary import read_vocab_file, resolve_lower_case
 from pipelines.augmentation import augment_texts
 from pipelines.finetune_config import FinetuneConfig
@@ -284,9 +284,7 @@ def _strategy(config: FinetuneConfig) -> tf.distribute.Strategy:
     """`config.strategy`, refused in one line where the run's batches or XLA cannot train under it."""
     strategy = make_strategy(config.strategy)
     check_batches(strategy, config.batch_size, name="batch_size (--batch-size)")
-    if config.jit_compile and strategy.num_replicas_in_sync > 1:
-        raise ValueError(f"jit_compile (--xla) needs one replica, not {strategy.num_replicas_in_sync}: XLA compiles "
-                         "Keras' training step for one device, and the other replicas' steps fail on it.")
+    check_xla(strategy, config.jit_compile)
     return strategy
 
 

@@ -153,28 +153,61 @@ def test_gradient_accumulation_of_k_batches_is_one_batch_k_times_larger(files, t
         np.testing.assert_allclose(b.numpy(), a.numpy(), atol=2e-5, err_msg=a.path)
 
 
-@pytest.mark.slow
-def test_two_workers_finish_agree_and_only_the_chief_writes_the_model(files, tmp_path):
-    out = tmp_path / "run" / "model"
+def two_workers(config_of, tmp_path, name="worker") -> list[tuple[list[float], list[np.ndarray]]]:
+    """(losses, weights) of each of two local worker processes (TF_CONFIG), `config_of(index)` their settings."""
     ports = [free_port(), free_port()]
     workers = []
     for index in range(2):
         tf_config = {"cluster": {"worker": [f"127.0.0.1:{port}" for port in ports]},
                      "task": {"type": "worker", "index": index}}
-        config = settings(files, out, strategy="multi_worker", dev_file=str(files / "dev.tsv"),
-                          gradient_accumulation_steps=2)
-        workers.append(start(config, tmp_path / f"worker{index}.npz", env={**os.environ, "TF_CONFIG": json.dumps(tf_config)}))
+        workers.append(start(config_of(index), tmp_path / f"{name}{index}.npz",
+                             env={**os.environ, "TF_CONFIG": json.dumps(tf_config)}))
     try:
         losses = [finish(worker, timeout=300) for worker in workers]
     finally:
         for worker in workers:
             if worker.poll() is None:
                 worker.kill()
-    assert losses[0] == losses[1] and all(math.isfinite(loss) for loss in losses[0])
-    for a, b in zip(weights(tmp_path / "worker0.npz"), weights(tmp_path / "worker1.npz")):
+    return [(losses[index], weights(tmp_path / f"{name}{index}.npz")) for index in range(2)]
+
+
+@pytest.mark.slow
+def test_two_workers_finish_agree_and_only_the_chief_writes_the_model(files, tmp_path):
+    out = tmp_path / "run" / "model"
+    (losses, weights_0), (other_losses, weights_1) = two_workers(lambda index: settings(
+        files, out, strategy="multi_worker", dev_file=str(files / "dev.tsv"), gradient_accumulation_steps=2), tmp_path)
+    assert losses == other_losses and all(math.isfinite(loss) for loss in losses)
+    for a, b in zip(weights_0, weights_1):
         np.testing.assert_array_equal(a, b)
     assert (out / "model.keras").is_file()
     assert sorted(path.name for path in out.parent.iterdir()) == ["model"]  # no worker's leftovers beside it
+
+
+@pytest.mark.slow
+def test_two_workers_train_with_xla_as_without(files, tmp_path):
+    """XLA compiles each worker's forward pass and its gradient; the all-reduce stays outside (XLA's CPU backend
+    compiles no collective), so the run trains as without XLA, within the rounding of fused kernels."""
+    runs = {xla: two_workers(lambda index: settings(files, tmp_path / f"{xla}{index}", strategy="multi_worker",
+                                                    jit_compile=xla), tmp_path, name=f"xla{xla}")
+            for xla in (False, True)}
+    assert runs[True][0][0] == runs[True][1][0]  # the workers agree
+    assert_same_training(runs[False][0], runs[True][0], atol=1e-4)
+
+
+def test_xla_is_refused_for_several_replicas_on_this_hosts_cpus_only():
+    from types import SimpleNamespace
+
+    from bert_tf.training.strategy import check_xla
+
+    def strategy(*devices):
+        return SimpleNamespace(num_replicas_in_sync=len(devices), extended=SimpleNamespace(worker_devices=tuple(
+            f"/job:localhost/replica:0/task:0/device:{device}" for device in devices)))
+
+    with pytest.raises(ValueError, match=r"^jit_compile \(--xla\) cannot compile for 2 replicas on this host's CPUs"):
+        check_xla(strategy("CPU:0", "CPU:1"), jit_compile=True)
+    check_xla(strategy("CPU:0", "CPU:1"), jit_compile=False)
+    check_xla(strategy("GPU:0", "GPU:1"), jit_compile=True)
+    check_xla(strategy("CPU:0"), jit_compile=True)  # one device, or one CPU per worker
 
 
 @pytest.mark.slow

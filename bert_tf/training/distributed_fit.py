@@ -5,7 +5,8 @@ tensorflow/tensorflow#72388: per-replica values reach `_maybe_symbolic_build` an
 and under `MirroredStrategy` its model build draws a batch from a pass over the data that it then
 drops, so a dataset that reshuffles every pass (fine-tuning's) trains on other orders than on one
 device. This loop runs the model's own `train_step` (its loss, gradients, optimizer update and
-metrics; XLA-compiled with `jit_compile`) on every replica with the pre-training loop's step
+metrics; with `jit_compile`, the same step with the forward pass and its gradient compiled by XLA and what
+synchronises replicas outside it: `xla_train_step`) on every replica with the pre-training loop's step
 (`bert_tf.training.replica_step`), on the data's passes in order, and calls the Keras callbacks
 (progress bar, `ModelCheckpoint`, `EarlyStopping`, `History`) as `fit` does. SIGTERM or SIGINT on
 any worker stops every worker after the same step (`TrainingStopped`).
@@ -87,5 +88,27 @@ def distributed_train_step(model: keras.Model, strategy: tf.distribute.Strategy,
     """
     with strategy.scope():
         model._symbolic_build(data_batch=batch_spec)  # Keras' own build, which `fit` runs first
-    replica_step = tf.function(model.train_step, jit_compile=True) if model.jit_compile else model.train_step
-    return agreeing_step(strategy, replica_step)
+    return agreeing_step(strategy, xla_train_step(model) if model.jit_compile else model.train_step)
+
+
+def xla_train_step(model: keras.Model):
+    """Keras' `train_step` (TensorFlow's) with the model's forward pass, and so its gradient, compiled by XLA, and the
+    rest not: the loss, which may all-gather or all-reduce across replicas (`bert_tf.replicas`), and the optimizer's
+    update, which sums the replicas' gradients. XLA's CPU backend compiles no collective op (b/194942685), so Keras'
+    step compiled whole fails on CPU workers; the pre-training loop keeps them outside its compiled step too."""
+    forward = tf.function(lambda x: model(x, training=True), jit_compile=True)
+
+    def step(data):
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+        with tf.GradientTape() as tape:
+            y_pred = forward(x)
+            loss = model.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=True)
+            # As Keras' step: the loss tracker reads the replica's loss times the replicas (Keras divides by them).
+            replicas = tf.distribute.get_strategy().num_replicas_in_sync
+            model._loss_tracker.update_state(loss * replicas, sample_weight=tf.shape(tf.nest.flatten(x)[0])[0])
+            scaled_loss = model.optimizer.scale_loss(loss)
+        gradients = tape.gradient(scaled_loss, model.trainable_weights)
+        model.optimizer.apply_gradients(zip(gradients, model.trainable_weights))
+        return model.compute_metrics(x, y, y_pred, sample_weight)
+
+    return step

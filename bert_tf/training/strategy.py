@@ -41,6 +41,23 @@ def check_batches(strategy: tf.distribute.Strategy, global_batch_size: int, name
         raise ValueError(f"{name} {global_batch_size}, the global batch, is not divisible by the {replicas} replicas.")
 
 
+def check_xla(strategy: tf.distribute.Strategy, jit_compile: bool, name: str = "jit_compile (--xla)") -> None:
+    """A one-line ValueError where XLA cannot compile the training step of `strategy`'s replicas: several on this
+    host's CPUs (logical devices), because XLA's CPU backend runs every compiled step on the first CPU, out of reach
+    of the other replicas' variables. One device, GPUs, and one CPU per worker of a multi-worker run compile.
+
+    Example:
+        >>> check_xla(tf.distribute.get_strategy(), jit_compile=True)  # one device
+    """
+    if not jit_compile or strategy.num_replicas_in_sync == 1:
+        return
+    devices = strategy.extended.worker_devices
+    if len(devices) > 1 and all(tf.DeviceSpec.from_string(d).device_type == "CPU" for d in devices):
+        raise ValueError(f"{name} cannot compile for {len(devices)} replicas on this host's CPUs: XLA's CPU backend "
+                         "runs every compiled step on the first CPU. Leave it off here; it compiles on GPUs and with "
+                         "one CPU per worker (--strategy multi_worker).")
+
+
 def is_chief(strategy: tf.distribute.Strategy) -> bool:
     """True on the worker that owns checkpoints, summaries and console output (the only one without TF_CONFIG)."""
     resolver = getattr(strategy, "cluster_resolver", None)
