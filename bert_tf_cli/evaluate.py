@@ -74,7 +74,7 @@ def evaluate_served(target: str, model_name: str, data_file: str, columns: tuple
     try:
         settings = {name: predictor.info[name] for name in SERVED_SETTINGS if name in predictor.info}
         spec = TaskSpec(task=predictor.task_name, seq_length=DEFAULT_SEQ_LENGTH[predictor.task_name],  # not read
-                        multi_label=predictor.classifier_mode == "multi_label",
+                        multi_label=predictor.info.get("classifier_mode") == "multi_label",
                         text_pair="text_b" in predictor.text_inputs, **settings)
         task = reading_columns(task_from_spec(spec, tokenizer=None), columns)
         examples = task.read(data_file)

@@ -228,7 +228,7 @@ def test_cli_predict_asks_the_server(server, classifier, preprocessor, capsys):
         assert (label, printed) == (LABELS[row.argmax()], text)
         assert abs(float(probability) - row.max()) < 1e-4
     assert main(["predict", "--server", f"127.0.0.1:{server.grpc_port}", "--model", NAME, "a", "--pair", "b"]) == 2
-    assert "classifies single texts" in capsys.readouterr().err
+    assert "reads text per example; it takes no text_b." in capsys.readouterr().err
 
 
 @pytest.mark.slow

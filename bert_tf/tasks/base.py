@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Callable
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from bert_tf.tasks.bucketing import batch_examples
@@ -66,6 +67,11 @@ def hf_label_names(settings: dict) -> list[str]:
     return names
 
 
+def served_text(value) -> str:
+    """A string a server answered (bytes, UTF-8; a broken byte replaced) as str."""
+    return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
+
+
 @dataclasses.dataclass(frozen=True)
 class FolderFormat:
     """Another tool's model folder that a task's models are read from and written to (`bert-tf convert`)."""
@@ -86,6 +92,7 @@ class Task(abc.ABC):
     reads_text_pairs = False  # the model may read two texts per example (`TaskSpec.text_pair`)
     text_serving_class: type[TextServing] = PackedTextServing  # the raw-text signature (`text_serving`)
     folder_format: FolderFormat | None = None  # another tool's folder of the task's models, read and written
+    served_outputs: tuple[str, ...] = ()  # the raw-text signature's outputs `served_predictions` reads (): all)
 
     @classmethod
     def served_model(cls, model: keras.Model) -> keras.Model:
@@ -106,6 +113,15 @@ class Task(abc.ABC):
     def text_serving(cls, model: keras.Model, spec: TaskSpec, tokenizer: BertTokenizer) -> TextServing:
         """The raw-text signature's preprocessing and outputs (`bert_tf.tasks.text_serving`)."""
         return cls.text_serving_class(cls, model, spec, tokenizer)
+
+    @classmethod
+    def served_predictions(cls, outputs: dict, info: dict) -> list:
+        """Plain predictions, one per example, from a served raw-text signature's `outputs` (numpy arrays, those of
+        `served_outputs`) for a batch, as `FinetuneTask.predictions` gives them for the same examples; `info`: the
+        export's `model_info` as plain values (`serving.client.server_prediction.ServerPredictor`). By default each
+        example's outputs as lists."""
+        rows = len(next(iter(outputs.values())))
+        return [{name: np.asarray(values[row]).tolist() for name, values in outputs.items()} for row in range(rows)]
 
     @classmethod
     def sentence_vectors(cls, spec: TaskSpec) -> dict:

@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow_serving.apis import input_pb2
 
+from bert_tf.tasks.base import served_text
 from serving.classification import LABEL_OUTPUTS, SCORE_OUTPUTS
 from serving.server.errors import ServingError
 from serving.server.servable import Servable
@@ -66,7 +67,7 @@ def classify(
                 f"it must be [classes] or [batch, classes] like {score_key} {list(scores.shape)}."
             ) from None
     return [
-        [(_text(label), float(score)) for label, score in zip(row_labels, row_scores)]
+        [(served_text(label), float(score)) for label, score in zip(row_labels, row_scores)]
         for row_labels, row_scores in zip(labels, scores)
     ]
 
@@ -110,7 +111,3 @@ def _input_from_features(key, info, examples: Sequence[tf.train.Example]) -> np.
         )
     except (OverflowError, ValueError) as error:
         raise ServingError.invalid_argument(f"Classify: feature {key!r} does not fit {dtype.name}: {error}") from None
-
-
-def _text(label) -> str:
-    return label.decode("utf-8", errors="replace") if isinstance(label, bytes) else str(label)

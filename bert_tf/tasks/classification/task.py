@@ -45,8 +45,20 @@ class ClassificationData:
     features: dict  # the model inputs, {name: int32 RaggedTensor [n, (length)]}
 
 
+def class_predictions(probabilities: np.ndarray, label_names: list[str], multi_label_threshold: float | None = None
+                      ) -> list[dict]:
+    """Each row's prediction: `{"label", "probability", "probabilities": {label: p}}`, or with a multi-label threshold
+    `{"labels": [labels with p ≥ it], "probabilities"}`."""
+    if multi_label_threshold is not None:
+        return [{"labels": [name for name, p in zip(label_names, row) if p >= multi_label_threshold],
+                 "probabilities": dict(zip(label_names, row.tolist()))} for row in probabilities]
+    return [{"label": label_names[int(row.argmax())], "probability": float(row.max()),
+             "probabilities": dict(zip(label_names, row.tolist()))} for row in probabilities]
+
+
 class ClassificationTask(FinetuneTask):
     name = "classify"
+    served_outputs = ("probabilities",)
     model_class = BertClassifier
     reads_text_pairs = True
     text_padding = BertClassifier.text_padding  # a short request costs a short call
@@ -245,14 +257,16 @@ class ClassificationTask(FinetuneTask):
     def predictions(self, data: ClassificationData, outputs) -> list[dict]:
         logits = np.stack(outputs).astype(np.float64)
         if self.spec.multi_label:
-            probabilities = 1.0 / (1.0 + np.exp(-logits))
-            return [{"labels": [name for name, chosen in zip(self.label_names, row) if chosen],
-                     "probabilities": dict(zip(self.label_names, p.tolist()))}
-                    for row, p in zip(self._chosen(logits), probabilities)]
+            return class_predictions(1.0 / (1.0 + np.exp(-logits)), self.label_names, self.spec.multi_label_threshold)
         exp = np.exp(logits - logits.max(axis=1, keepdims=True))
-        probabilities = exp / exp.sum(axis=1, keepdims=True)
-        return [{"label": self.label_names[int(row.argmax())], "probability": float(row.max()),
-                 "probabilities": dict(zip(self.label_names, row.tolist()))} for row in probabilities]
+        return class_predictions(exp / exp.sum(axis=1, keepdims=True), self.label_names)
+
+    @classmethod
+    def served_predictions(cls, outputs, info):
+        if info.get("classifier_mode") == "regression":
+            raise ValueError("This is a regression model; it has no classes.")
+        threshold = info.get("multi_label_threshold") if info.get("classifier_mode") == "multi_label" else None
+        return class_predictions(np.asarray(outputs["probabilities"]), info["label_names"], threshold)
 
     def only_prediction(self, model, data: ClassificationData, batch_size: int) -> str | None:
         logits = np.stack(self.outputs(model, data, batch_size))

@@ -22,7 +22,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.tasks.base import FinetuneTask, hf_label_names
+from bert_tf.tasks.base import FinetuneTask, hf_label_names, served_text
 from bert_tf.tasks.labels import encode_labels, label_vocabulary
 from bert_tf.tasks.ner.conll import Sentence, read_conll, to_bio
 from bert_tf.tasks.ner.features import NerFeatures, ner_features, sentence_word_logits
@@ -65,6 +65,8 @@ class NerData:
 
 class NerTask(FinetuneTask):
     name = "ner"
+    served_outputs = ("words", "word_tags", "entity_type", "entity_text", "entity_char_start", "entity_char_end",
+                      "entity_score")
     model_class = BertTokenClassifier
     windowed = True
     text_serving_class = NerTextServing
@@ -103,6 +105,21 @@ class NerTask(FinetuneTask):
             lines.extend(f"  {entity['type']}\t{entity['text']}\t{entity['score']:.4f}"
                          for entity in result["entities"])
         return lines
+
+    @classmethod
+    def served_predictions(cls, outputs, info):
+        """`{"entities": [{"type", "text", "start", "end", "score"}, ...], "words", "tags"}` per text."""
+        results = []
+        for row, words in enumerate(outputs["words"]):
+            count = sum(1 for word in words if word)  # "" only after the last word
+            entities = [{"type": served_text(kind), "text": served_text(text), "start": int(start), "end": int(end),
+                         "score": float(score)}
+                        for kind, text, start, end, score in zip(*(outputs[name][row] for name in (
+                            "entity_type", "entity_text", "entity_char_start", "entity_char_end", "entity_score")))
+                        if kind]
+            results.append({"entities": entities, "words": [served_text(word) for word in words[:count]],
+                            "tags": [served_text(tag) for tag in outputs["word_tags"][row][:count]]})
+        return results
 
     @classmethod
     def soft_target_loss(cls, student, teacher_outputs, student_outputs, labels, temperature):

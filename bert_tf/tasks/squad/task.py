@@ -22,7 +22,7 @@ import dataclasses
 
 import tensorflow as tf
 
-from bert_tf.tasks.base import FinetuneTask
+from bert_tf.tasks.base import FinetuneTask, served_text
 from bert_tf.tasks.soft_targets import softened_kl
 from bert_tf.tasks.squad.data import SquadExample, is_squad_v2, read_squad
 from bert_tf.tasks.squad.features import SquadFeatures, squad_features
@@ -40,6 +40,7 @@ class SquadData:
 
 class SquadTask(FinetuneTask):
     name = "squad"
+    served_outputs = ("answer_text", "answer_char_start", "answer_char_end", "answer_score", "answer_probability")
     model_class = BertSpanLabeler
     windowed = True
     input_fields = (("question", "context"), ())
@@ -80,6 +81,13 @@ class SquadTask(FinetuneTask):
         """`answer<TAB>probability<TAB>question` per question ("(no answer)" for none)."""
         return [f"{answer['text'] or '(no answer)'}\t{answer['probability']:.4f}\t{example['question']}"
                 for example, answer in zip(inputs, predictions)]
+
+    @classmethod
+    def served_predictions(cls, outputs, info):
+        """`{"text", "start", "end", "score", "probability"}` per question: character offsets into its context."""
+        return [{"text": served_text(text), "start": int(start), "end": int(end), "score": float(score),
+                 "probability": float(probability)}
+                for text, start, end, score, probability in zip(*(outputs[name] for name in cls.served_outputs))]
 
     @classmethod
     def soft_target_loss(cls, student, teacher_outputs, student_outputs, labels, temperature):
