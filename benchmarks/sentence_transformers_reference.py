@@ -126,6 +126,7 @@ def run_reference(recipe: dict) -> dict:
     torch.set_num_threads(recipe["threads"])
     model = build_model(recipe["checkpoint"], recipe["seq_length"])
     training = train(model, recipe) if recipe["epochs"] else {}
+    model.max_seq_length = recipe["scoring_length"]  # scored as bert-tf scores: the same tokens of every text
     return {**training, "scores": sts_scores(model, recipe["sts_dev"], recipe["evaluated_dims"]),
             "retrieval": retrieval_scores(model, recipe["retrieval"]), "recipe": recipe}
 
