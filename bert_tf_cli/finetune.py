@@ -143,7 +143,8 @@ def add_training_arguments(parser, default: dict) -> None:
                              "the replicas")
     parser.add_argument("--mixed-precision", choices=["mixed_float16", "mixed_bfloat16"],
                         help="mixed_float16: GPUs, with loss scaling; mixed_bfloat16: CPUs with bfloat16 units")
-    parser.add_argument("--xla", action="store_true", help="compile the training step with XLA (not for several replicas on one host's CPUs)")
+    parser.add_argument("--xla", action="store_true",
+                        help="compile the training step with XLA (not for several replicas on one host's CPUs)")
 
 
 def config_from_args(args):

@@ -52,10 +52,10 @@ class ExportedEmbedder:
             ("skipping [CLS] and [SEP]", config.skip_special_tokens)) if differs]
         if asked:
             normalised = ", normalised" if self.normalize else ""
-            raise ValueError(f"{self.path} is an exported sentence-embedding model: it gives the vectors it was trained "
-                             f"to give ({self.pooling} pooling of the last layer{normalised}), not "
+            raise ValueError(f"{self.path} is an exported sentence-embedding model: it gives the vectors it was "
+                             f"trained to give ({self.pooling} pooling of the last layer{normalised}), not "
                              f"{', '.join(asked)}; use its model directory for those.")
 
-    def sentence_vectors(self, inputs) -> tf.Tensor:
+    def sentence_vectors(self, inputs):
         """`inputs` as for `BertModel` (any width up to seq_length) → the model's vectors [batch, size]."""
         return self._serve_ids(**padded_ids(inputs, self.seq_length))[OUTPUT]
