@@ -1,4 +1,5 @@
-"""Model directories written before the tasks moved into `bert_tf/tasks/<task>/` still load and answer the same.
+"""Model directories written by earlier layouts (before the task folders; before each task owned its settings) still
+load and answer the same.
 
 The fixtures (`tests/fixtures/previous_layout/`, see its README) were saved by the earlier layout, whose `.keras`
 files name modules that no longer exist (`bert_tf.tasks.classification.model`, ...): the registered class names carry them.
@@ -31,11 +32,12 @@ def assert_close(actual, expected):
         assert actual == expected
 
 
-@pytest.mark.parametrize("task", ["classify", "ner", "squad"])
+@pytest.mark.parametrize("task", ["classify", "ner", "squad", "embed"])
 def test_a_directory_of_the_previous_layout_predicts_the_same(task):
     predictor = Predictor(FIXTURES / task)
     inputs = EXPECTED["inputs"][task]
     answer = {"classify": lambda: predictor.classify(inputs["texts"]),
               "ner": lambda: predictor.recognize(inputs["texts"]),
-              "squad": lambda: predictor.answer(inputs["questions"], inputs["contexts"])}[task]
+              "squad": lambda: predictor.answer(inputs["questions"], inputs["contexts"]),
+              "embed": lambda: predictor.predict([{"text": text} for text in inputs["texts"]])}[task]
     assert_close(answer(), EXPECTED["predictions"][task])
