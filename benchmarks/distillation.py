@@ -42,7 +42,7 @@ from benchmarks.report import BenchmarkResult, markdown_table, portable_command,
 from benchmarks.settings import Settings
 from bert_tf_cli import build_parser
 from bert_tf_cli.distill import config_from_args
-from pipelines.finetune import finetune
+from bert_tf.training.finetune import finetune
 from serving.export.saved_model import export_saved_model
 from serving.tflite_runner import TfliteModel
 

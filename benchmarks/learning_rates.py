@@ -3,7 +3,7 @@
 For each start (default: the presets tiny, mini and base from random weights; with `--init`, a
 trained checkpoint) and each peak learning rate (default 5e-5, the `FinetuneConfig` default,
 1e-4 and 3e-4), fine-tunes on a seeded subset of a classification training file (default
-SST-2; any GLUE file, pairs too) with `pipelines.finetune.finetune`, scores the full dev set and
+SST-2; any GLUE file, pairs too) with `bert_tf.training.finetune.finetune`, scores the full dev set and
 records: dev accuracy, the share of the dev examples given the most predicted class (1.0:
 training collapsed to one class), whether `finetune` logged its collapse warning, and the
 seconds taken. Writes benchmarks/RESULTS.md (section `--name`, default `learning_rates`) and
@@ -34,8 +34,8 @@ import bert_tf
 from benchmarks.machine import machine_info, machine_line
 from benchmarks.report import RESULTS_MD, BenchmarkResult, markdown_table, portable_command, run_missing, write_result
 from bert_tf.tasks.registry import task_from_directory
-from pipelines import finetune as finetune_module
-from pipelines.finetune import FinetuneConfig, finetune
+from bert_tf.training import finetune as finetune_module
+from bert_tf.training.finetune import FinetuneConfig, finetune
 
 DATA = Path(os.environ.get("BERT_TF_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 PRESETS = ("tiny", "mini", "base")

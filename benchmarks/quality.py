@@ -76,7 +76,7 @@ def bert_tf_model(task: QualityTask, settings: Settings, work: Path) -> tuple[Pa
     record: the command and the training summary. For the benchmarks that measure what comes after fine-tuning."""
     from bert_tf_cli import build_parser
     from bert_tf_cli.finetune import config_from_args
-    from pipelines.finetune import finetune
+    from bert_tf.training.finetune import finetune
 
     flags = finetune_flags(task, "bert_tf", SEEDS[0], settings, work)
     config = config_from_args(build_parser().parse_args(["finetune", *flags]))
@@ -303,7 +303,7 @@ def markdown(title: str, tasks, results: dict, summaries: dict, settings: Settin
 From `../shared/data/pretrained/bert-mini-uncased-books` (BERT-Mini, L4/H256, pre-trained on the team's books and
 task texts): **bert_tf** = `bert-tf finetune`; **transformers** = `benchmarks.torch_reference`, which trains
 transformers' `BertFor*` models with PyTorch on the batches `bert-tf finetune` trains on (same examples, order and
-padding; `pipelines.finetune.training_data`), with the same recipe (AdamW β 0.9/0.999, ε 1e-6, weight decay 0.01
+padding; `bert_tf.training.finetune.training_data`), with the same recipe (AdamW β 0.9/0.999, ε 1e-6, weight decay 0.01
 except biases and LayerNorm weights, warm-up over the first 10% of the steps then linear decay, clipping at global
 norm 1, dropout 0.1 in the encoder and before the head) and scores dev through its own pipeline (the Rust
 `tokenizers` WordPiece tokenizer, first-piece word tags, google-research/bert's SQuAD windows and n-best decoding on

@@ -1,7 +1,7 @@
 """Fine-tuning on two replicas (MirroredStrategy on 2 logical CPU devices) against one device: steps/s, same loss.
 
 BERT-Mini from a seeded random start, without dropout (replicas would draw masks of their own), fine-tunes on
-SST-2 batches of 32 (the global batch), made as `bert-tf finetune` makes them (`pipelines.finetune.training_data`;
+SST-2 batches of 32 (the global batch), made as `bert-tf finetune` makes them (`bert_tf.training.finetune.training_data`;
 no length buckets, whose last batches would split unevenly over replicas), with the step
 `bert-tf finetune --strategy mirrored` trains with (`bert_tf.training.distributed_fit.distributed_train_step`:
 pre-training's step running the model's `train_step`); one device runs the same step under the default
@@ -50,8 +50,8 @@ def replica_calls(logical_cpus: int, model_config: str, train_file: str, vocab_f
     from bert_tf.tokenizer import BertTokenizer
     from bert_tf.training.distributed_fit import distributed_train_step
     from bert_tf.training.strategy import make_strategy
-    from pipelines.finetune import load_encoder, training_data
-    from pipelines.finetune_config import FinetuneConfig
+    from bert_tf.training.finetune import load_encoder, training_data
+    from bert_tf.training.finetune_config import FinetuneConfig
 
     config = FinetuneConfig(task="classify", train_file=train_file, output_dir="unused", init=model_config,
                             vocab_file=vocab_file, batch_size=BATCH_SIZE, seq_length=SEQ_LENGTH, bucketing=False,

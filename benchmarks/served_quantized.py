@@ -78,7 +78,7 @@ def _classifier(settings: Settings, scratch: Path) -> tuple[Path, str]:
     BERT-base's size; the accuracy of the quantized paths on trained weights is `benchmarks.quantized_accuracy`'s."""
     from bert_tf_cli import build_parser
     from bert_tf_cli.finetune import config_from_args
-    from pipelines.finetune import finetune
+    from bert_tf.training.finetune import finetune
 
     preset, learning_rate, examples = ("tiny", 1e-3, 256) if settings.quick else ("base", 5e-5, 12000)
     out = (scratch / "models" if settings.quick else WORK_DIR) / "sst2"

@@ -4,7 +4,7 @@ file sizes, accuracy on the 872 SST-2 dev sentences, and latency at batch 1.
 The classifier is `--model DIR` (a bert-tf classification directory, e.g. from `bert-tf
 finetune`), else the one this script trained before in `--work-dir`, else it trains one
 there: BERT L2/H128 from a random start (no pre-trained weights here) on
-`--train-examples` SST-2 training sentences for one epoch (`pipelines.finetune`), seq 64.
+`--train-examples` SST-2 training sentences for one epoch (`bert_tf.training.finetune`), seq 64.
 
 Accuracy: the raw-text models (SavedModel `serving_default`: bert_tf's exact tokenizer;
 TFLite: tensorflow-text's FastBertNormalizer + FastWordpiece) on every dev sentence; the
@@ -55,8 +55,8 @@ def sst2(path: Path) -> tuple[list[str], list[int]]:
 
 def train_classifier(settings, out_dir: Path, train_examples: int) -> Path:
     """Fine-tunes BERT L2/H128 from a random start on SST-2 (one epoch) into `out_dir`."""
-    from pipelines.finetune_config import FinetuneConfig
-    from pipelines.finetune import finetune
+    from bert_tf.training.finetune_config import FinetuneConfig
+    from bert_tf.training.finetune import finetune
 
     config = FinetuneConfig(
         task="classify", train_file=str(settings.data_file("sst2", "train.tsv")),

@@ -5,7 +5,7 @@
 RUN.json holds the `FinetuneConfig` of a `bert-tf finetune` command (`benchmarks.quality` writes it from the
 command's own flags). The reference:
 - trains `BertForSequenceClassification`, `BertForTokenClassification` or `BertForQuestionAnswering` from
-  `config.init` on the batches `bert-tf finetune` trains on (`pipelines.finetune.training_data` with the same
+  `config.init` on the batches `bert-tf finetune` trains on (`bert_tf.training.finetune.training_data` with the same
   seed: the same examples in the same order, with the same padding, NER first-piece labels and SQuAD windows),
   for the same epochs, with the same recipe: PyTorch's AdamW with bert-tf's betas and epsilon and the weight
   decay of transformers' Trainer (none on biases and LayerNorm weights), `get_linear_schedule_with_warmup`,
@@ -333,7 +333,7 @@ def run_reference(config) -> dict:
     import torch
 
     from bert_tf.tokenizer import BertTokenizer
-    from pipelines.finetune import load_encoder, training_data
+    from bert_tf.training.finetune import load_encoder, training_data
 
     keras.utils.set_random_seed(config.seed)  # as `finetune` does first: the batches' order follows from it
     _, vocab_file, lower_case = load_encoder(config)
@@ -364,7 +364,7 @@ def main(argv=None) -> int:
     parser.add_argument("--config", type=Path, required=True, help="the run's FinetuneConfig as JSON")
     parser.add_argument("--out", type=Path, required=True, help="where the result JSON goes")
     args = parser.parse_args(argv)
-    from pipelines.finetune_config import FinetuneConfig
+    from bert_tf.training.finetune_config import FinetuneConfig
 
     config = FinetuneConfig(**json.loads(args.config.read_text(encoding="utf-8")))
     result = run_reference(config)

@@ -6,7 +6,7 @@ so the help shows it from there rather than from a copy that could drift
 (tests/test_cli_startup.py checks the help against the classes themselves).
 
 Example:
-    >>> dataclass_defaults("pipelines/finetune_config.py", "FinetuneConfig")["epochs"]  # doctest: +SKIP
+    >>> dataclass_defaults("bert_tf/training/finetune_config.py", "FinetuneConfig")["epochs"]  # doctest: +SKIP
     3
 """
 

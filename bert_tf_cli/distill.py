@@ -27,7 +27,7 @@ _FIELD_FLAGS = {"train_file": "--train", "output_dir": "--out", "init": "--stude
 
 
 def register(commands) -> None:
-    default = dataclass_defaults("pipelines/finetune_config.py", "FinetuneConfig")
+    default = dataclass_defaults("bert_tf/training/finetune_config.py", "FinetuneConfig")
     parser = commands.add_parser(
         "distill", help="distil a fine-tuned model into a smaller student (then export --quantize int8)",
         description="Train a student on the teacher's task (its labels, seq_length and settings) from the labels and "
@@ -82,7 +82,7 @@ def _layer_map(text: str) -> tuple[int, ...]:
 
 def config_from_args(args):
     from bert_tf.model_directory import read_task
-    from pipelines.finetune import teacher_directory
+    from bert_tf.training.finetune import teacher_directory
 
     return finetune_config(
         {**_FIELD_FLAGS, **flags_of(_OPTIONAL_FIELDS)},
@@ -94,7 +94,7 @@ def config_from_args(args):
 
 
 def run(args) -> int:
-    from pipelines.student_comparison import compare_with_teacher, comparison_table
+    from bert_tf.training.student_comparison import compare_with_teacher, comparison_table
 
     config = config_from_args(args)
     result = train(config)

@@ -44,7 +44,7 @@ def run(args) -> None:
 
     from bert_tf.model_directory import exported_version, is_bert_tf_directory
     from bert_tf.text_files import existing_file
-    from pipelines.finetune import evaluate
+    from bert_tf.training.finetune import evaluate
 
     columns = (args.text_column, args.text_pair_column, args.label_column)
     if args.batch_size < 1:
@@ -67,7 +67,7 @@ def evaluate_served(target: str, model_name: str, data_file: str, columns: tuple
     from bert_tf.tasks.registry import task_from_spec
     from bert_tf.tasks.spec import DEFAULT_SEQ_LENGTH, TaskSpec
     from bert_tf_cli.predict import predict_batch
-    from pipelines.finetune import reading_columns
+    from bert_tf.training.finetune import reading_columns
     from serving.client.server_prediction import ServerPredictor
 
     predictor = ServerPredictor(target, model_name)

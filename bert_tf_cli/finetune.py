@@ -6,7 +6,7 @@ import re
 
 from bert_tf_cli.config_defaults import dataclass_defaults
 
-# pipelines.finetune_config.TASKS, which imports TensorFlow (tests/test_cli_startup.py checks they agree).
+# bert_tf.training.finetune_config.TASKS, which imports TensorFlow (tests/test_cli_startup.py checks they agree).
 TASKS = ("classify", "ner", "squad", "embed")
 
 # The optional training settings `finetune` and `distill` share with `pretrain` (`add_training_arguments`): argparse
@@ -34,7 +34,7 @@ _FIELD_FLAGS = {"train_file": "--train", "output_dir": "--out", "init": "--init"
 
 
 def register(commands) -> None:
-    default = dataclass_defaults("pipelines/finetune_config.py", "FinetuneConfig")
+    default = dataclass_defaults("bert_tf/training/finetune_config.py", "FinetuneConfig")
     parser = commands.add_parser(
         "finetune", help="fine-tune on classification (CSV/TSV/JSONL), NER (CoNLL), SQuAD or sentence-embedding data",
         description="Fine-tune BERT with Keras fit: AdamW, 10% warm-up then linear decay, the dev file scored after "
@@ -184,7 +184,7 @@ def finetune_config(flags: dict[str, str], **settings):
         ...
         ValueError: --temperature must be > 0, got 0.0.
     """
-    from pipelines.finetune_config import FinetuneConfig
+    from bert_tf.training.finetune_config import FinetuneConfig
 
     try:
         return FinetuneConfig(**settings)
@@ -206,10 +206,10 @@ def run(args) -> int:
 
 
 def train(config):
-    """`pipelines.finetune.finetune(config)` for `finetune` and `distill`; when SIGTERM or SIGINT stopped the run (on
+    """`bert_tf.training.finetune.finetune(config)` for `finetune` and `distill`; when SIGTERM or SIGINT stopped the run (on
     any worker of a multi-worker run), it says how to go on and returns the exit status instead (128 + the signal)."""
     from bert_tf.training.distributed_fit import TrainingStopped
-    from pipelines.finetune import finetune
+    from bert_tf.training.finetune import finetune
 
     try:
         return finetune(config)

@@ -20,7 +20,7 @@ Example:
     $ echo "a gripping, funny film" | bert-tf predict --model sst2_model --input -
     {"text": "a gripping, funny film", "label": "1", "probability": 0.93, "probabilities": {"0": 0.07, "1": 0.93}}
 
-Prediction returns plain Python results (`pipelines.prediction.Predictor`, or
+Prediction returns plain Python results (`bert_tf.prediction.Predictor`, or
 `serving.client.server_prediction.ServerPredictor` for `--server`: the same methods).
 """
 
@@ -73,7 +73,7 @@ def make_predictor(args):
         from serving.client.server_prediction import ServerPredictor
 
         return ServerPredictor(args.server, args.model)
-    from pipelines.prediction import Predictor
+    from bert_tf.prediction import Predictor
 
     return Predictor(args.model, batch_size=args.batch_size)
 

@@ -108,8 +108,8 @@ def pretrain(config: QuickstartConfig, out: Path, state: dict) -> str:
 
 
 def finetune(config: QuickstartConfig, out: Path, state: dict) -> str:
-    from pipelines.finetune import finetune as run_finetune
-    from pipelines.finetune_config import FinetuneConfig
+    from bert_tf.training.finetune import finetune as run_finetune
+    from bert_tf.training.finetune_config import FinetuneConfig
 
     result = run_finetune(FinetuneConfig(
         task="classify", train_file=config.train, dev_file=config.dev, init=state["pretrained"],

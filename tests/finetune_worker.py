@@ -1,4 +1,4 @@
-"""One `pipelines.finetune.finetune` run in a process of its own, started by tests/test_finetune_strategies.py.
+"""One `bert_tf.training.finetune.finetune` run in a process of its own, started by tests/test_finetune_strategies.py.
 
 Usage: python finetune_worker.py CONFIG_JSON WEIGHTS_OUT [--logical-cpus N]
 
@@ -28,8 +28,8 @@ def main():
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * args.logical_cpus)
 
-    from pipelines.finetune import finetune
-    from pipelines.finetune_config import FinetuneConfig
+    from bert_tf.training.finetune import finetune
+    from bert_tf.training.finetune_config import FinetuneConfig
 
     result = finetune(FinetuneConfig(**json.loads(args.config_json)), progress=False)
     np.savez(args.weights_out, *[weight.numpy() for weight in result.model.weights])

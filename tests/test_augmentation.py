@@ -1,4 +1,4 @@
-"""`pipelines.augmentation`: which words are replaced and by what (the masked-LM's top candidates, as fill-mask ranks
+"""`bert_tf.training.augmentation`: which words are replaced and by what (the masked-LM's top candidates, as fill-mask ranks
 them on the trained checkpoint), the rest of the text kept, sentence pairs field by field."""
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 import bert_tf
 from bert_tf.tokenizer import BertTokenizer
-from pipelines.augmentation import augment_texts, word_candidates
+from bert_tf.training.augmentation import augment_texts, word_candidates
 from tiny_exports import tiny_encoder
 from tiny_finetune_files import VOCAB
 

@@ -62,14 +62,14 @@ def test_a_student_of_the_teachers_layers_keeps_its_task_and_serves_like_any_mod
 
 
 def test_unlabeled_text_is_labelled_by_the_teacher(sentiment, tmp_path, capsys):
-    from pipelines.prediction import Predictor
+    from bert_tf.prediction import Predictor
 
     unlabeled = tmp_path / "reviews.txt"
     sentences = [line.split("\t")[0].strip() for line in sentiment["dev"].read_text().splitlines()[1:]]
     unlabeled.write_text("\n".join(sentences) + "\n\n")
     teacher = Predictor(sentiment["dir"] / "teacher")
-    from pipelines.finetune import training_data
-    from pipelines.finetune_config import FinetuneConfig
+    from bert_tf.training.finetune import training_data
+    from bert_tf.training.finetune_config import FinetuneConfig
 
     config = FinetuneConfig(task="classify", train_file=str(sentiment["train"]), output_dir=str(tmp_path / "x"),
                             init="teacher", student_layers=1, teacher=str(sentiment["dir"] / "teacher"),
@@ -88,9 +88,9 @@ def test_unlabeled_text_is_labelled_by_the_teacher(sentiment, tmp_path, capsys):
 
 
 def test_augmented_copies_of_the_training_texts_are_labelled_by_the_teacher(sentiment, tmp_path):
-    from pipelines.finetune import training_data
-    from pipelines.finetune_config import FinetuneConfig
-    from pipelines.prediction import Predictor
+    from bert_tf.training.finetune import training_data
+    from bert_tf.training.finetune_config import FinetuneConfig
+    from bert_tf.prediction import Predictor
 
     masked_lm = bert_tf.BertPretrainer(bert_tf.BertModel(bert_tf.BertConfig.from_json_file(sentiment["config"])))
     bert_tf.save_pretrained(masked_lm, tmp_path / "mlm", vocab_file=sentiment["vocab"])

@@ -9,7 +9,7 @@ import pytest
 import bert_tf
 from bert_tf_cli import main
 from bert_tf_cli.predict import predict_lines, read_examples
-from pipelines.prediction import Predictor
+from bert_tf.prediction import Predictor
 from tiny_exports import tiny_encoder, write_vocab
 
 TEXTS = ["the film was great", "a dull film, not good!", "who lives in berlin", "", "the movie " * 20]

@@ -27,7 +27,7 @@ def test_help_imports_no_tensorflow():
 
 
 def test_finetune_help_shows_the_defaults_finetune_config_has(capsys):
-    from pipelines.finetune_config import (BASE_LEARNING_RATE, NARROW_RANDOM_START_LEARNING_RATE,
+    from bert_tf.training.finetune_config import (BASE_LEARNING_RATE, NARROW_RANDOM_START_LEARNING_RATE,
                                            RANDOM_START_LEARNING_RATE, SMALL_MODEL_LEARNING_RATE, FinetuneConfig)
 
     with pytest.raises(SystemExit):

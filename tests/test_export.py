@@ -190,7 +190,7 @@ NER_TEXTS = ["who lives in paris ?", "Where\u00a0is  Berlin", "the movies", "zzz
 
 
 def test_ner_export_tags_words_as_the_prediction_pipeline_does(vocab_file, tmp_path):
-    from pipelines.prediction import Predictor
+    from bert_tf.prediction import Predictor
 
     model = bert_tf.BertTokenClassifier(tiny_encoder(seed=6), num_labels=len(NER_LABELS), label_names=NER_LABELS)
     model_dir = bert_tf.save_pretrained(model, tmp_path / "ner", vocab_file=vocab_file, task="ner",
@@ -218,7 +218,7 @@ def test_ner_export_tags_words_as_the_prediction_pipeline_does(vocab_file, tmp_p
 
 @pytest.mark.slow
 def test_squad_export_answers_as_the_prediction_pipeline_does(vocab_file, tmp_path):
-    from pipelines.prediction import Predictor
+    from bert_tf.prediction import Predictor
 
     settings = {"max_query_length": 4, "max_answer_length": 5, "version_2": False, "doc_stride": 6}
     model_dir = bert_tf.save_pretrained(bert_tf.BertSpanLabeler(tiny_encoder(seed=7)), tmp_path / "squad",

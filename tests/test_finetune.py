@@ -1,4 +1,4 @@
-"""`pipelines.finetune`: training with best-epoch selection and early stopping, the saved directory, bad input."""
+"""`bert_tf.training.finetune`: training with best-epoch selection and early stopping, the saved directory, bad input."""
 
 import json
 import re
@@ -12,8 +12,8 @@ from bert_tf.metrics import SparseCategoricalFocalLoss
 from bert_tf.tasks.classification.task import ClassificationData, ClassificationTask
 from bert_tf.tasks.spec import TaskSpec
 from bert_tf.tokenizer import BertTokenizer
-from pipelines.finetune import evaluate, finetune, load_encoder
-from pipelines.finetune_config import FinetuneConfig
+from bert_tf.training.finetune import evaluate, finetune, load_encoder
+from bert_tf.training.finetune_config import FinetuneConfig
 
 
 @pytest.fixture
@@ -35,7 +35,7 @@ def config(files, tmp_path, **changes):
 
 def collapse_warnings(caplog) -> list[str]:
     return [record.getMessage() for record in caplog.records
-            if record.name == "pipelines.finetune" and record.levelname == "WARNING"]
+            if record.name == "bert_tf.training.finetune" and record.levelname == "WARNING"]
 
 
 def test_classification_learns_keeps_the_best_epoch_and_saves_everything(files, tmp_path, caplog):
@@ -228,7 +228,7 @@ def test_training_data_gives_the_batches_fit_trains_on_in_order(files, tmp_path,
     import keras
     import tensorflow as tf
 
-    import pipelines.finetune as finetune_module
+    import bert_tf.training.finetune as finetune_module
 
     seen = []
 

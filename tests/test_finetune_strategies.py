@@ -121,8 +121,8 @@ def test_two_replicas_fine_tune_ner_as_one_device(files, tmp_path):
 
 @pytest.fixture(scope="module")
 def teacher(files, tmp_path_factory):
-    from pipelines.finetune import finetune
-    from pipelines.finetune_config import FinetuneConfig
+    from bert_tf.training.finetune import finetune
+    from bert_tf.training.finetune_config import FinetuneConfig
 
     out = tmp_path_factory.mktemp("teacher") / "model"
     finetune(FinetuneConfig(**settings(files, out, epochs=1)), progress=False)
@@ -140,8 +140,8 @@ def test_two_replicas_distil_as_one_device(files, teacher, tmp_path):
 
 
 def test_gradient_accumulation_of_k_batches_is_one_batch_k_times_larger(files, tmp_path):
-    from pipelines.finetune import finetune
-    from pipelines.finetune_config import FinetuneConfig
+    from bert_tf.training.finetune import finetune
+    from bert_tf.training.finetune_config import FinetuneConfig
 
     large = finetune(FinetuneConfig(**settings(files, tmp_path / "large", epochs=1)), progress=False)
     accumulated = finetune(FinetuneConfig(**settings(files, tmp_path / "accumulated", epochs=1, batch_size=4,
@@ -245,8 +245,8 @@ def test_sigterm_to_one_worker_stops_both_after_the_same_step_and_they_say_how_t
 
 def test_mixed_precision_and_xla_train_and_the_model_loads(files, tmp_path):
     """Under mixed_bfloat16, with XLA, on `mirrored` with this process's single CPU (one replica: allowed)."""
-    from pipelines.finetune import finetune
-    from pipelines.finetune_config import FinetuneConfig
+    from bert_tf.training.finetune import finetune
+    from bert_tf.training.finetune_config import FinetuneConfig
 
     result = finetune(FinetuneConfig(**settings(files, tmp_path / "model", epochs=1, max_train_examples=16,
                                                 strategy="mirrored", mixed_precision="mixed_bfloat16",

@@ -308,7 +308,7 @@ def test_squad_answers_over_many_windows_agree_on_every_path(tmp_path, capsys):
 
 
 def test_a_multi_label_threshold_is_applied_alike_locally_and_served(tmp_path):
-    from pipelines.prediction import Predictor
+    from bert_tf.prediction import Predictor
 
     vocab = write_vocab(tmp_path)
     encoder = bert_tf.BertModel(bert_tf.BertConfig.from_json_file(write_bert_config(tmp_path)))

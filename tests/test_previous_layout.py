@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipelines.prediction import Predictor
+from bert_tf.prediction import Predictor
 
 FIXTURES = Path(__file__).parent / "fixtures" / "previous_layout"
 EXPECTED = json.loads((FIXTURES / "expected.json").read_text())

@@ -54,7 +54,7 @@ def plain_lines(text: str) -> list[str]:
 def test_finetuning_into_a_file_prints_steps_not_a_bar(tmp_path, capsys, monkeypatch):
     from tiny_finetune_files import write_bert_config, write_sentiment_tsv, write_vocab
 
-    from pipelines.finetune import FinetuneConfig, finetune
+    from bert_tf.training.finetune import FinetuneConfig, finetune
 
     monkeypatch.setattr(progress_module, "INTERVAL_SECONDS", 0.0)
     config = FinetuneConfig(task="classify", train_file=str(write_sentiment_tsv(tmp_path / "train.tsv", 32, 0)),

@@ -233,7 +233,7 @@ def test_cli_predict_asks_the_server(server, classifier, preprocessor, capsys):
 
 @pytest.mark.slow
 def test_ner_and_squad_models_answer_through_the_server_as_locally(vocab_file, tmp_path):
-    from pipelines.prediction import Predictor
+    from bert_tf.prediction import Predictor
     from serving.client.server_prediction import ServerPredictor
 
     config = bert_tf.BertConfig(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,

@@ -32,7 +32,7 @@ def model_directory(task, tmp_path):
 
 @pytest.mark.parametrize("task", ["classify", "ner", "squad"])
 def test_predict_and_the_saved_model_agree_on_texts_past_the_budget(task, tmp_path):
-    from pipelines.prediction import Predictor
+    from bert_tf.prediction import Predictor
 
     model_dir = model_directory(task, tmp_path)
     signatures = tf.saved_model.load(str(export_saved_model(model_dir, tmp_path / "models", task))).signatures

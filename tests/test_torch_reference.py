@@ -17,7 +17,7 @@ transformers = pytest.importorskip("transformers")
 from benchmarks import torch_reference as reference  # noqa: E402
 from bert_tf.tasks.registry import task_from_spec  # noqa: E402
 from bert_tf.tokenizer import BertTokenizer  # noqa: E402
-from pipelines.finetune_config import FinetuneConfig  # noqa: E402
+from bert_tf.training.finetune_config import FinetuneConfig  # noqa: E402
 
 CHECKPOINT = ("pretrained", "bert-mini-uncased-books")
 

@@ -11,7 +11,7 @@ its files, learns its labels from the training data, turns examples into model i
 Keras head, turns outputs into plain Python predictions (and prints them), scores predictions
 against the labels (and prints the scores: a model's, through its predictions, or a served model's,
 whose answers are the same values), gives its soft-target loss, and names its Hugging Face class.
-`pipelines.finetune` and `pipelines.prediction` only call these methods. The tasks are looked up in
+`bert_tf.training.finetune` and `bert_tf.prediction` only call these methods. The tasks are looked up in
 `bert_tf.tasks.registry`, never compared by name.
 
 Flow:
@@ -147,7 +147,7 @@ class FinetuneTask(Task):
     primary_metric = ""  # the score that picks the best epoch
     hf_architecture = ""  # the transformers class of the fine-tuned model (`bert_tf.hf_task_models`)
     hf_head_name = ""  # its head's weight names there
-    config_fields: tuple[str, ...] = ()  # the fine-tuning settings (`pipelines.FinetuneConfig`) only this task takes
+    config_fields: tuple[str, ...] = ()  # the fine-tuning settings (`bert_tf.training.finetune_config.FinetuneConfig`) only this task takes
     learns_from_unlabeled_text = False  # a teacher can label raw text for its students (`labelled_by`)
     distils_layers = True  # a student can also match the teacher's hidden states and attention (`Distiller`)
     input_fields: tuple[tuple[str, ...], tuple[str, ...]] = (("text",), ())  # an example's fields: required, optional
@@ -260,7 +260,7 @@ class FinetuneTask(Task):
         """Examples of raw `texts` (one per line of an unlabeled file), labelled with `model`'s predictions (a
         teacher's, `bert-tf distill --unlabeled`; `progress`: a bar, or lines in a file). The tasks that have it (classification, NER) also have
         `joined(examples, more)`: `examples` followed by `more`, and `texts(examples)`: the examples as such
-        lines (to augment them, `pipelines.augmentation`)."""
+        lines (to augment them, `bert_tf.training.augmentation`)."""
         raise ValueError(f"Unlabeled text teaches classification and NER students, not {self.name!r} ones.")
 
     def only_prediction(self, model: keras.Model, data, batch_size: int) -> str | None:

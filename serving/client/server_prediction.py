@@ -1,5 +1,5 @@
 """`ServerPredictor`: predictions of a model served by TF Serving (or `bert-tf serve`), over gRPC,
-as the same plain Python values as `pipelines.prediction.Predictor` gives for a model directory.
+as the same plain Python values as `bert_tf.prediction.Predictor` gives for a model directory.
 
 The model must be a bert-tf export with text signatures (`serving.export.saved_model`, not
 `--ids-only`): raw text goes in and the server tokenizes. Its `model_info` signature says
@@ -63,7 +63,7 @@ class ServerPredictor:
 
     def predict(self, inputs: list[dict]) -> list:
         """The prediction of each example given as its input fields (`{"text"}`, `{"text", "text_b"}` or
-        `{"question", "context"}`), as `pipelines.prediction.Predictor.predict` gives it (the task's
+        `{"question", "context"}`), as `bert_tf.prediction.Predictor.predict` gives it (the task's
         `served_predictions`; for an embedding model, each example's outputs as lists: `{"embedding": [...]}`)."""
         fields = sorted({name for example in inputs for name in example})
         extra = [name for name in fields if name not in self.text_inputs]

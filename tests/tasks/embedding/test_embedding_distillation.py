@@ -83,7 +83,7 @@ def test_a_student_of_another_size_or_layer_losses_are_refused_in_one_line():
     teacher = BertEmbedder(encoder(16))
     with pytest.raises(ValueError, match=r"^The student's embedding_size \(8\) differs from the teacher's \(16\)\.$"):
         Distiller(BertEmbedder(encoder(8)), teacher)
-    from pipelines.finetune_config import FinetuneConfig
+    from bert_tf.training.finetune_config import FinetuneConfig
 
     with pytest.raises(ValueError, match="hidden_weight and attention_weight match the layers of classification, NER "
                                          "and SQuAD students, not embed ones"):

@@ -13,8 +13,8 @@ from bert_tf.tasks.embedding.model import BertEmbedder
 from bert_tf.tasks.registry import task_from_spec
 from bert_tf.tasks.spec import TaskSpec
 from bert_tf_cli import main
-from pipelines.finetune import evaluate, finetune
-from pipelines.finetune_config import FinetuneConfig
+from bert_tf.training.finetune import evaluate, finetune
+from bert_tf.training.finetune_config import FinetuneConfig
 from serving.export.saved_model import export_saved_model
 from serving.tflite_runner import TfliteModel
 from tiny_finetune_files import write_bert_config, write_vocab

@@ -94,7 +94,7 @@ def long_texts() -> list[str]:
 
 
 def test_the_saved_model_tags_every_word_as_the_prediction_pipeline(tmp_path):
-    from pipelines.prediction import Predictor
+    from bert_tf.prediction import Predictor
 
     vocab_file = write_vocab(tmp_path)
     model = bert_tf.BertTokenClassifier(tiny_encoder(seed=3), num_labels=len(NER_LABELS), label_names=NER_LABELS)

@@ -182,7 +182,7 @@ def berlin_span_labeler() -> bert_tf.BertSpanLabeler:
 
 @pytest.mark.parametrize("version_2", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_saved_model_answers_as_bert_tf_predict(version_2, tmp_path):
-    from pipelines.prediction import Predictor
+    from bert_tf.prediction import Predictor
 
     vocab_file = write_vocab(tmp_path)
     settings = {"max_query_length": 6, "doc_stride": 8, "max_answer_length": 5, "n_best_size": 7,

@@ -60,8 +60,8 @@ from bert_tf.training.distributed_fit import distributed_fit
 from bert_tf.training.mixed_precision import global_policy
 from bert_tf.training.strategy import check_batches, check_xla, is_chief, make_strategy
 from bert_tf.vocabulary import read_vocab_file, resolve_lower_case
-from pipelines.augmentation import augment_texts
-from pipelines.finetune_config import FinetuneConfig
+from bert_tf.training.augmentation import augment_texts
+from bert_tf.training.finetune_config import FinetuneConfig
 
 CASING_FLAGS = ("--cased (lower_case=False)", "--uncased (lower_case=True)")  # how casing errors name them
 

@@ -1,4 +1,4 @@
-"""`FinetuneConfig`: every setting of a fine-tuning run, in one place (`pipelines.finetune.finetune` runs it).
+"""`FinetuneConfig`: every setting of a fine-tuning run, in one place (`bert_tf.training.finetune.finetune` runs it).
 
 Defaults follow BERT's fine-tuning recipe: AdamW, the peak learning rate reached after 10% of
 the steps, then linear decay to 0; 3 epochs; batch 32. The peak rate follows the model's size
@@ -93,7 +93,7 @@ class FinetuneConfig:
     # Text files, a sentence per line (pairs: a tab between the texts), that the teacher labels and the student
     # learns from besides the training file (classification and NER).
     unlabeled_files: tuple[str, ...] = ()
-    # TinyBERT's augmentation (pipelines.augmentation): this many copies of each training and unlabeled text, words
+    # TinyBERT's augmentation (bert_tf.training.augmentation): this many copies of each training and unlabeled text, words
     # replaced by a masked-LM's guesses, labelled by the teacher; the masked-LM of `augment_with` (a pre-training
     # checkpoint with its head; None: the teacher directory's own, if it has one).
     augment_copies: int = 0

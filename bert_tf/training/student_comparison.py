@@ -23,7 +23,7 @@ import bert_tf
 from bert_tf.tasks.base import FinetuneTask
 from bert_tf.tasks.model_outputs import predict_examples
 from bert_tf.tasks.registry import task_from_directory
-from pipelines.finetune_config import FinetuneConfig
+from bert_tf.training.finetune_config import FinetuneConfig
 
 SPEED_BATCHES = 4  # batches of the run's size that each model predicts to measure its speed
 
