@@ -41,7 +41,7 @@ import tensorflow as tf
 
 from bert_tf.model import BertModel
 from bert_tf.replicas import all_replicas_sum
-from bert_tf.tasks.registry import FINETUNED_TASKS, task_named, task_of_model
+from bert_tf.tasks.registry import finetuned_tasks, task_named, task_of_model
 
 
 class Distiller(keras.Model):
@@ -180,7 +180,7 @@ def check_student(student: keras.Model, teacher: keras.Model) -> None:
     """ValueError, in one line, unless the student can learn the teacher's task: the same head, outputs (classes,
     labels, vector size) and vocabulary size."""
     kind = type(teacher)
-    task_models = [task_named(name).model_class for name in FINETUNED_TASKS]
+    task_models = [task_named(name).model_class for name in finetuned_tasks()]
     if kind not in task_models:
         raise ValueError(f"The teacher must be a fine-tuned task model ({', '.join(m.__name__ for m in task_models)}), "
                          f"not a {kind.__name__}.")

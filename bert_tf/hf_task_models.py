@@ -28,7 +28,7 @@ import numpy as np
 from bert_tf.checkpoints.contents import assign_weights
 from bert_tf.checkpoints.huggingface import hf_tensors, read_hf_directory_and_head, write_hf_files
 from bert_tf.model import BertModel
-from bert_tf.tasks.registry import FINETUNED_TASKS, task_named, task_of_hf_architecture, task_of_model
+from bert_tf.tasks.registry import finetuned_tasks, task_named, task_of_hf_architecture, task_of_model
 from bert_tf.tasks.spec import TaskSpec
 
 TASK_SPEC_KEY = "bert_tf_task"  # a config.json entry transformers keeps as it is
@@ -40,7 +40,7 @@ def write_hf_task_model(model, out_dir: str | Path, vocab_file: str | Path | Non
     with its labels, and its `task` under `TASK_SPEC_KEY` if given; its files as the umask allows."""
     model_task = task_of_model(model)
     if not model_task.hf_architecture:
-        task_models = ", ".join(task_named(name).model_class.__name__ for name in FINETUNED_TASKS)
+        task_models = ", ".join(task_named(name).model_class.__name__ for name in finetuned_tasks())
         raise ValueError(f"write_hf_task_model writes {task_models}; a {type(model).__name__} is written with "
                          "bert_tf.write_hf_directory.")
     head = model_task.hf_head(model)

@@ -33,14 +33,15 @@ from bert_tf.checkpoints.contents import CheckpointContents
 from bert_tf.checkpoints.pretrained import check_vocabulary_fits, register_format
 from bert_tf.file_modes import readable_as_umask_allows
 from bert_tf.tasks.registry import task_of_model
-from bert_tf.tasks.spec import DEFAULT_SEQ_LENGTH, TaskSpec
+from bert_tf.tasks.spec import TaskSpec
 from bert_tf.tasks.text_serving import text_packer
 from bert_tf.tokenizer import BertTokenizer
 from bert_tf.vocabulary import Vocabulary
 
 MODEL_FILE = "model.keras"
 METADATA_FILE = "bert_tf.json"
-FORMAT_VERSION = 2  # 1: `task` a name with `settings` beside it; 2: `task` a TaskSpec
+FORMAT_VERSION = 3  # 1: `task` a name with `settings` beside it; 2: `task` a TaskSpec of every task's settings; 3: a
+# TaskSpec of the shared settings and the task's own (`TaskSpec.to_metadata`)
 
 
 def is_bert_tf_directory(path: Path) -> bool:
@@ -176,7 +177,7 @@ def _task_from_metadata(model, metadata: dict) -> TaskSpec:
         return task_spec_for(model, TaskSpec.from_metadata(recorded))
     # The first format: the task's name, seq_length, text_pair and a settings dict beside it.
     settings = metadata.pop("settings", {}) or {}
-    known = {field.name for field in dataclasses.fields(TaskSpec)}
+    known = {"label_names", "max_text_bytes", "truncation", *task_of_model(model).settings_class.names()}
     return task_spec_for(model, recorded, metadata.pop("seq_length", None),
                          {key: value for key, value in settings.items() if key in known},
                          text_pair=metadata.pop("text_pair", None))
@@ -201,8 +202,8 @@ def task_spec_for(model, task: TaskSpec | str | None = None, seq_length: int | N
         fields = dict(settings or {})
         if text_pair is not None:
             fields["text_pair"] = bool(text_pair)
-        default_length = min(DEFAULT_SEQ_LENGTH[inferred], encoder.config.max_position_embeddings)
-        spec = TaskSpec(task=inferred, seq_length=int(seq_length or default_length), **fields)
+        default_length = min(model_task.default_seq_length, encoder.config.max_position_embeddings)
+        spec = TaskSpec.of(inferred, seq_length=int(seq_length or default_length), **fields)
     spec = model_task.spec_for_model(model, spec.replace(task=inferred,
                                                           label_names=_label_names(model, spec.label_names)))
     spec.check_fits(encoder.config)

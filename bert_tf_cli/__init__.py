@@ -23,14 +23,20 @@ from bert_tf_cli.quiet import quiet_tensorflow, show_tensorflow_logs
 COMMAND_MODULES = ("quickstart", "prepare_corpus", "vocab", "pretrain", "convert", "serve", "export", "embed", "fill_mask", "attention", "finetune", "distill", "evaluate", "predict", "search")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] = ()) -> argparse.ArgumentParser:
+    """The parser of every command; the command `argv` names also gets the options that depend on its other
+    arguments (`add_task_arguments`: `finetune --task TASK`'s own, from the task's settings)."""
     parser = argparse.ArgumentParser(prog="bert-tf", description="BERT for TensorFlow/Keras.")
     parser.add_argument("--version", action="version", version=f"bert-tf {importlib.metadata.version('bert-tf')}")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="log what is loaded, skipped and served, and TensorFlow's own messages")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    chosen = next((arg for arg in argv if not arg.startswith("-")), None)
     for name in COMMAND_MODULES:
-        importlib.import_module(f"bert_tf_cli.{name}").register(commands)
+        module = importlib.import_module(f"bert_tf_cli.{name}")
+        module.register(commands)
+        if chosen == name.replace("_", "-") and hasattr(module, "add_task_arguments"):
+            module.add_task_arguments(commands.choices[chosen], list(argv))
     return parser
 
 
@@ -42,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         show_tensorflow_logs()
     else:
         quiet_tensorflow()
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     try:
         return args.run(args) or 0

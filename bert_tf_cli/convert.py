@@ -86,7 +86,7 @@ def _fine_tuned_model(source: Path):
     from bert_tf.checkpoints.huggingface import is_hf_directory
     from bert_tf.hf_task_models import hf_task_spec, read_hf_task_model
     from bert_tf.model_directory import is_bert_tf_directory, load_model_directory, read_task
-    from bert_tf.tasks.registry import FINETUNED_TASKS, task_of_folder
+    from bert_tf.tasks.registry import finetuned_tasks, task_of_folder
     from bert_tf.tasks.spec import TaskSpec
 
     folder_task = task_of_folder(source)
@@ -99,7 +99,7 @@ def _fine_tuned_model(source: Path):
         model = read_hf_task_model(source)
         return None if model is None else (model, model.encoder.vocab_file, model.encoder.lower_case,
                                            hf_task_spec(source))
-    if not is_bert_tf_directory(source) or read_task(source) not in FINETUNED_TASKS:
+    if not is_bert_tf_directory(source) or read_task(source) not in finetuned_tasks():
         return None
     loaded = load_model_directory(source)
     return loaded.model, loaded.vocab_file, loaded.lower_case, loaded.task

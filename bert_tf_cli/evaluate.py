@@ -64,8 +64,8 @@ def run(args) -> None:
 def evaluate_served(target: str, model_name: str, data_file: str, columns: tuple, batch_size: int):
     """(task, scores) of model `model_name` served at `target` on `data_file`: its answers, scored by its task."""
     from bert_tf.progress import progress_bar
-    from bert_tf.tasks.registry import task_from_spec
-    from bert_tf.tasks.spec import DEFAULT_SEQ_LENGTH, TaskSpec
+    from bert_tf.tasks.registry import task_from_spec, task_named
+    from bert_tf.tasks.spec import TaskSpec
     from bert_tf_cli.predict import predict_batch
     from bert_tf.training.finetune import reading_columns
     from serving.client.server_prediction import ServerPredictor
@@ -73,9 +73,10 @@ def evaluate_served(target: str, model_name: str, data_file: str, columns: tuple
     predictor = ServerPredictor(target, model_name)
     try:
         settings = {name: predictor.info[name] for name in SERVED_SETTINGS if name in predictor.info}
-        spec = TaskSpec(task=predictor.task_name, seq_length=DEFAULT_SEQ_LENGTH[predictor.task_name],  # not read
-                        multi_label=predictor.info.get("classifier_mode") == "multi_label",
-                        text_pair="text_b" in predictor.text_inputs, **settings)
+        if "classifier_mode" in predictor.info:
+            settings["multi_label"] = predictor.info["classifier_mode"] == "multi_label"
+        spec = TaskSpec.of(predictor.task_name, seq_length=task_named(predictor.task_name).default_seq_length,  # unread
+                           text_pair="text_b" in predictor.text_inputs, **settings)
         task = reading_columns(task_from_spec(spec, tokenizer=None), columns)
         examples = task.read(data_file)
         inputs = task.inputs_of(examples)

@@ -20,17 +20,10 @@ _OPTIONAL_FIELDS = {**HARDWARE_FIELDS,
     "epochs": "epochs", "learning_rate": "learning_rate", "warmup_proportion": "warmup_proportion",
     "weight_decay": "weight_decay", "dropout": "dropout", "seed": "seed",
     "early_stopping": "early_stopping_patience", "max_train_examples": "max_train_examples",
-    "text_column": "text_column", "text_pair_column": "text_pair_column", "label_column": "label_column",
     "label_names": "label_names",
-    "label_separator": "label_separator", "focal_gamma": "focal_gamma", "doc_stride": "doc_stride",
-    "max_query_length": "max_query_length", "max_answer_length": "max_answer_length", "n_best_size": "n_best_size",
-    "null_score_threshold": "null_score_threshold",
-    "pooling": "pooling", "loss": "embedding_loss", "scale": "similarity_scale",
-    "matryoshka_dims": "matryoshka_dims", "score_range": "score_range",
 }
 # The FinetuneConfig fields of the flags that are always passed, as its errors name them.
-_FIELD_FLAGS = {"train_file": "--train", "output_dir": "--out", "init": "--init", "multi_label": "--multi-label",
-                "class_weights": "--class-weights", "focal_loss": "--focal-loss", "jit_compile": "--xla"}
+_FIELD_FLAGS = {"train_file": "--train", "output_dir": "--out", "init": "--init", "jit_compile": "--xla"}
 
 
 def register(commands) -> None:
@@ -41,7 +34,9 @@ def register(commands) -> None:
                     "every epoch, the best epoch kept. --init is a checkpoint (bert-tf, Google, Hugging Face, "
                     "KerasHub; e.g. `bert-tf pretrain`'s OUT/model) or a random start from a preset name or "
                     "bert_config.json (then --vocab is required). The output directory is written at the end only.")
-    parser.add_argument("--task", choices=TASKS, required=True)
+    parser.add_argument("--task", required=True, metavar="TASK",
+                        help="the task's name in bert_tf.tasks.registry (e.g. classify, ner, squad, embed); "
+                             "`bert-tf finetune --task TASK --help` lists its own options")
     parser.add_argument("--train", required=True, help="training file")
     parser.add_argument("--dev", help="dev file, scored after every epoch")
     parser.add_argument("--init", required=True,
@@ -53,41 +48,26 @@ def register(commands) -> None:
     parser.add_argument("--uncased", dest="cased", action="store_false", default=None, help="the vocabulary is uncased")
     add_training_arguments(parser, default)
     parser.add_argument("--seq-length", type=int, help="tokens per example (default: 128; squad 384)")
-    classify = parser.add_argument_group("classification (--task classify)")
-    classify.add_argument("--text-column", help="default: GLUE's and common names (sentence, #1 String, text, ...)")
-    classify.add_argument("--text-pair-column", help="second text, for sentence-pair tasks")
-    classify.add_argument("--label-column")
-    classify.add_argument("--label-names", type=_names, metavar="NAME,NAME,...",
-                          help="the classes' names in id order, e.g. negative,positive: the data's labels are "
-                               "these names or their ids 0, 1, ... (default: the labels as written)")
-    classify.add_argument("--multi-label", action="store_true", help="any number of labels per example")
-    classify.add_argument("--label-separator",
-                          help="between labels in a CSV/TSV cell (multi-label)")
-    classify.add_argument("--class-weights", action="store_true", help="weight classes by n / (k * count)")
-    classify.add_argument("--focal-loss", action="store_true", help="focal loss instead of cross-entropy")
-    classify.add_argument("--focal-gamma", type=float)
-    squad = parser.add_argument_group("question answering (--task squad)")
-    squad.add_argument("--doc-stride", type=int)
-    squad.add_argument("--max-query-length", type=int)
-    squad.add_argument("--max-answer-length", type=int)
-    squad.add_argument("--n-best-size", type=int)
-    squad.add_argument("--null-score-threshold", type=float)
-    embed = parser.add_argument_group(
-        "sentence embeddings (--task embed)",
-        "--train: scored pairs (STS-B's files, or sentence1/sentence2/score columns), pairs or triples "
-        "(anchor/positive[/negative]) or sentences (a .txt file, a line each: unsupervised SimCSE); --dev: scored "
-        "pairs (Spearman), pairs, or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv: nDCG@10)")
-    embed.add_argument("--pooling", choices=("mean", "cls", "max"), help="of the token vectors (default: mean)")
-    embed.add_argument("--no-normalize", action="store_true", help="keep the vectors' lengths (default: length 1)")
-    embed.add_argument("--loss", choices=("in_batch_negatives", "cosent", "cosine"),
-                       help="default: cosent for scored pairs, in_batch_negatives for the rest")
-    embed.add_argument("--scale", type=float, help="cosine × SCALE in the losses, 1 / temperature (default: 20)")
-    embed.add_argument("--symmetric", action="store_true", help="in-batch negatives both ways")
-    embed.add_argument("--matryoshka-dims", type=_sizes, metavar="D,D,...",
-                       help="nested sizes the vectors also train at, e.g. 256,128,64")
-    embed.add_argument("--score-range", type=float, nargs=2, metavar=("LOW", "HIGH"),
-                       help="the scores of scored pairs (default: 0 5, STS-B's)")
+    parser.add_argument("--label-names", type=_names, metavar="NAME,NAME,...",
+                        help="the labels' names in id order, e.g. negative,positive: the data's labels are these "
+                             "names or their ids 0, 1, ... (default: the labels as written)")
     parser.set_defaults(run=run)
+
+
+def add_task_arguments(parser, argv: list[str]) -> None:
+    """The own options of the task `argv` names (`--task TASK`), from its settings class: a parser error names the
+    registered tasks when there is no such task. Without --task (`--help` alone) nothing is imported."""
+    task = next((argv[index + 1] for index, arg in enumerate(argv[:-1]) if arg == "--task"), None)
+    task = next((arg.split("=", 1)[1] for arg in argv if arg.startswith("--task=")), task)
+    if task is None:
+        return
+    from bert_tf.tasks.registry import finetuned_tasks, task_named
+
+    if task not in finetuned_tasks():
+        parser.error(f"unknown task {task!r}; use one of {', '.join(finetuned_tasks())}")
+    settings = task_named(task).settings_class
+    settings.add_arguments(parser.add_argument_group(f"the {task} task's own settings (--task {task})",
+                                                     settings.description or None))
 
 
 def preset_names() -> str:
@@ -106,13 +86,6 @@ def preset_names() -> str:
 
 def _names(text: str) -> tuple[str, ...]:
     return tuple(name.strip() for name in text.split(","))
-
-
-def _sizes(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(size) for size in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected sizes like 256,128,64, got {text!r}") from None
 
 
 def add_training_arguments(parser, default: dict) -> None:
@@ -148,8 +121,11 @@ def add_training_arguments(parser, default: dict) -> None:
 
 
 def config_from_args(args):
+    from bert_tf.tasks.registry import task_named
+
+    settings = task_named(args.task).settings_class
     return finetune_config(
-        {**_FIELD_FLAGS, **flags_of(_OPTIONAL_FIELDS)},
+        {**_FIELD_FLAGS, **flags_of(_OPTIONAL_FIELDS), **settings.flags()},
         task=args.task,
         train_file=args.train,
         output_dir=args.out,
@@ -158,12 +134,8 @@ def config_from_args(args):
         select_best=not args.last_epoch,
         bucketing=not args.no_bucketing,
         overwrite=args.overwrite,
-        multi_label=args.multi_label,
-        class_weights=args.class_weights,
-        focal_loss=args.focal_loss,
-        normalize=not args.no_normalize,
-        symmetric=args.symmetric,
         jit_compile=args.xla,
+        settings=settings.from_arguments(args),
         **{field: getattr(args, flag) for flag, field in _OPTIONAL_FIELDS.items() if getattr(args, flag) is not None},
     )
 

@@ -29,12 +29,12 @@ from bert_tf.inspection.embeddings import (
     EmbeddingConfig,
     TextEmbedder,
     TokenVectors,
+    cosine_similarity,
 )
 from bert_tf.inspection.exported_embedder import ExportedEmbedder
 from bert_tf.inspection.exported_encoder import ExportedEncoder
 from bert_tf.inspection.fill_mask import Candidate, FillMaskResult, MaskedSpan, fill_mask, mask_probabilities
 from bert_tf.inspection.loading import InspectionModel, load_inspection_model
-from bert_tf.inspection.pooling import cosine_similarity, l2_normalize, pool_tokens
 
 __all__ = [
     "EMBEDDINGS",
@@ -56,10 +56,8 @@ __all__ = [
     "embed_file",
     "fill_mask",
     "format_attention_table",
-    "l2_normalize",
     "load_inspection_model",
     "mask_probabilities",
     "plot_attention",
     "plot_attention_grid",
-    "pool_tokens",
 ]

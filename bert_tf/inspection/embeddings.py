@@ -37,7 +37,8 @@ import tensorflow as tf
 from bert_tf.config import check_sequence_length
 from bert_tf.inspection.exported_embedder import ExportedEmbedder
 from bert_tf.inspection.exported_encoder import ExportedEncoder
-from bert_tf.inspection.pooling import TOKEN_POOLINGS, l2_normalize, pool_tokens
+from bert_tf.layers.pooling import POOLINGS as TOKEN_POOLINGS
+from bert_tf.layers.pooling import TokenPooling, pooled_width
 from bert_tf.model import INPUT_NAMES, BertModel
 from bert_tf.preprocessor import BertPreprocessor
 from bert_tf.progress import progress_bar
@@ -46,7 +47,7 @@ from bert_tf.vocabulary import SUFFIX_INDICATOR
 
 logger = logging.getLogger(__name__)
 
-POOLINGS = TOKEN_POOLINGS + ("pooled",)
+POOLINGS = (*TOKEN_POOLINGS, "pooled")  # "pooled": the encoder's pooler (a tanh dense layer on [CLS])
 LAST_FOUR_LAYERS = (-4, -3, -2, -1)
 EMBEDDINGS = "embeddings"  # the layer before the first block
 NO_WORD = -1  # word index of [CLS] and [SEP], as in bert_tf.tasks.ner.word_alignment
@@ -153,8 +154,7 @@ class TextEmbedder:
         config = config or self.config
         if self.projection is not None:
             return self.projection.units
-        size = self.encoder.config.hidden_size * len(config.layers)
-        return 2 * size if config.pooling == "mean_max" else size
+        return pooled_width(config.pooling, self.encoder.config.hidden_size * len(config.layers))
 
     def embed(self, texts: Sequence[str] | Sequence[tuple[str, str]], config: EmbeddingConfig | None = None,
               progress: bool = False) -> np.ndarray:
@@ -276,14 +276,14 @@ class TextEmbedder:
                 vocabulary = self.tokenizer.vocabulary
                 ids = inputs["input_word_ids"]
                 token_mask *= tf.cast((ids != vocabulary.cls_id) & (ids != vocabulary.sep_id), token_mask.dtype)
-            vectors = pool_tokens(_concatenated(outputs, layers), token_mask, config.pooling)
+            vectors = TokenPooling(config.pooling)(_concatenated(outputs, layers), token_mask)
         if self.projection is not None:
             vectors = self.projection(tf.cast(vectors, tf.float32))
-        return l2_normalize(vectors) if config.normalize else vectors
+        return tf.math.l2_normalize(vectors, axis=-1) if config.normalize else vectors
 
     def _token_vectors(self, inputs, config: EmbeddingConfig, layers: tuple[int, ...]):
         hidden = _concatenated(self.encoder(inputs, training=False), layers)
-        return l2_normalize(hidden) if config.normalize else hidden
+        return tf.math.l2_normalize(hidden, axis=-1) if config.normalize else hidden
 
 
 def _segment_columns(texts: list) -> list[list[str]]:
@@ -326,3 +326,19 @@ def _token_vectors(text: str, tokens: list[str], starts: list[int], ends: list[i
         word_ids.append(len(spans) - 1)
     words = [text[start:end] for start, end in spans]
     return TokenVectors(text, tokens, word_ids + [NO_WORD], words, [None, *starts, None], [None, *ends, None], vectors)
+
+
+def cosine_similarity(a, b):
+    """Cosine similarity: a number for two vectors, an [n, m] matrix for [n, dim] and [m, dim] arrays.
+
+    Example:
+        >>> round(float(cosine_similarity([1.0, 0.0], [1.0, 1.0])), 4)
+        0.7071
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.shape[-1] != b.shape[-1]:
+        raise ValueError(f"cosine_similarity: vectors of different sizes {a.shape[-1]} and {b.shape[-1]}.")
+    a_unit = a / np.maximum(np.linalg.norm(a, axis=-1, keepdims=True), 1e-12)
+    b_unit = b / np.maximum(np.linalg.norm(b, axis=-1, keepdims=True), 1e-12)
+    return a_unit @ b_unit.T if a.ndim == 2 and b.ndim == 2 else np.sum(a_unit * b_unit, axis=-1)

@@ -85,8 +85,7 @@ def load_inspection_model(path, vocab_file=None, lower_case: bool | None = None,
         pretrainer, checkpoint_vocab, checkpoint_lower_case = None, encoder.vocab_file, encoder.lower_case
         seq_length = encoder.seq_length
         if isinstance(encoder, ExportedEmbedder):  # how it pools and normalises, as a model directory's task says
-            task = TaskSpec(task=export.task, seq_length=seq_length, pooling=encoder.pooling,
-                            normalize=encoder.normalize)
+            task = TaskSpec.of(export.task, seq_length=seq_length, pooling=encoder.pooling, normalize=encoder.normalize)
     elif is_bert_tf_directory(directory):
         loaded = load_model_directory(directory)
         model = loaded.model

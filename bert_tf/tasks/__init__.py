@@ -1,14 +1,18 @@
-"""The fine-tuning tasks, each one unit in TensorFlow ops that every path calls, so that no two disagree.
+"""The tasks, each one folder that every path calls (training, evaluation, `predict`, the exports), so no two disagree.
 
-- `spec`: `TaskSpec`, the task definition saved with a model (labels, seq_length, every setting
-  that shapes text → features → outputs).
-- `classification`: texts or pairs → packed ids (pairs cut by the spec's truncation); logits →
-  probabilities.
-- `ner`: words → windows of whole words (a long sentence gets several); per-token logits →
-  tags; a word's tag is its first piece's.
-- `squad`: question + context → doc-stride windows; the windows' logits → the best answer span.
-Fine-tuning and evaluation (`pipelines`, which also read the data files and score), `bert-tf
-predict`, and the SavedModel and TFLite exports (`serving`) all use these.
+- `classification`: texts or pairs → packed ids (pairs cut by the spec's truncation); logits → classes
+  (`--task classify`, `BertClassifier`).
+- `ner`: words → windows of whole words (a long sentence gets several); per-token logits → tags; a word's tag
+  is its first piece's (`--task ner`, `BertTokenClassifier`).
+- `squad`: question + context → doc-stride windows; the windows' logits → the best answer span (`--task squad`,
+  `BertSpanLabeler`).
+- `embedding`: texts → pooled, normalised sentence vectors (`--task embed`, `BertEmbedder`).
+- `encoder`: the encoder alone and with its pre-training heads (`BertModel`, `BertPretrainer`): exported and
+  inspected, not fine-tuned.
+
+Each folder holds its `Task` (`base`), its own settings (`settings.py`, a `TaskSettings`), model and metrics;
+`registry` is the one list of them (`register_task` adds another). `spec.TaskSpec` is what a model directory
+saves of its task: the shared settings and the task's own.
 
 Example:
     >>> from bert_tf.tasks import TaskSpec
@@ -16,6 +20,6 @@ Example:
     'BIO'
 """
 
-from bert_tf.tasks.spec import DEFAULT_SEQ_LENGTH, FINETUNED_TASKS, TASKS, TaskSpec
+from bert_tf.tasks.spec import TaskSpec
 
-__all__ = ["DEFAULT_SEQ_LENGTH", "FINETUNED_TASKS", "TASKS", "TaskSpec"]
+__all__ = ["TaskSpec"]

@@ -37,6 +37,7 @@ import tensorflow as tf
 
 from bert_tf.tasks.bucketing import batch_examples
 from bert_tf.tasks.model_outputs import predict_examples
+from bert_tf.tasks.settings import TaskSettings
 from bert_tf.tasks.spec import TaskSpec
 from bert_tf.tasks.text_serving import PackedTextServing, TextServing
 from bert_tf.tokenizer import BertTokenizer
@@ -87,6 +88,8 @@ class Task(abc.ABC):
 
     name = ""  # the task's name in a TaskSpec and on the command line
     model_class: type = None  # the Keras model class of the task
+    settings_class: type[TaskSettings] = TaskSettings  # the task's own settings (`TaskSpec.settings`)
+    default_seq_length = 128  # tokens per model input unless given
     windowed = False  # a raw text may need several model windows (no raw-text TFLite model: it has no ragged ops)
     text_padding = "max_length"  # how the raw-text signature pads a batch: "max_length" or "longest"
     reads_text_pairs = False  # the model may read two texts per example (`TaskSpec.text_pair`)
@@ -144,15 +147,19 @@ class Task(abc.ABC):
 class FinetuneTask(Task):
     """A task that fine-tunes: the shared batching and evaluation; subclasses fill in the task-specific parts."""
 
-    primary_metric = ""  # the score that picks the best epoch
+    primary_metric = ""  # the score that picks the best epoch (`primary_metric_for`)
     hf_architecture = ""  # the transformers class of the fine-tuned model (`bert_tf.hf_task_models`)
     hf_head_name = ""  # its head's weight names there
-    config_fields: tuple[str, ...] = ()  # the fine-tuning settings (`bert_tf.training.finetune_config.FinetuneConfig`) only this task takes
     learns_from_unlabeled_text = False  # a teacher can label raw text for its students (`labelled_by`)
     distils_layers = True  # a student can also match the teacher's hidden states and attention (`Distiller`)
     input_fields: tuple[tuple[str, ...], tuple[str, ...]] = (("text",), ())  # an example's fields: required, optional
     per_position = False  # the model's outputs are per token ([batch, length, ...])
     label_padding = 0  # the label of padding positions (per-token labels only)
+
+    @classmethod
+    def primary_metric_for(cls, settings) -> str:
+        """The dev score that picks the best epoch of a run with the task's `settings`: `primary_metric`."""
+        return cls.primary_metric
 
     def __init__(self, tokenizer: BertTokenizer, spec: TaskSpec):
         if spec.task != self.name:

@@ -403,7 +403,7 @@ def reading_columns(task: FinetuneTask, columns: tuple[str | None, ...]) -> Fine
     whose files have columns (classification) take them."""
     if not any(columns):
         return task
-    if "text_column" not in task.config_fields:
+    if "columns" not in task.settings_class.names():
         raise ValueError(f"A {task.name} model reads its own file format: --text-column, --text-pair-column and "
                          "--label-column are for classification files.")
     spec = task.spec.replace(columns=tuple(given or own for given, own in zip(columns, task.spec.columns)))

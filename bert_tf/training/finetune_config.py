@@ -1,4 +1,6 @@
-"""`FinetuneConfig`: every setting of a fine-tuning run, in one place (`bert_tf.training.finetune.finetune` runs it).
+"""`FinetuneConfig`: the settings of a fine-tuning run (`bert_tf.training.finetune.finetune` runs it): those every task
+shares here, and the task's own in `settings` (its settings class, `bert_tf/tasks/<task>/settings.py`, or a dict of
+them by name).
 
 Defaults follow BERT's fine-tuning recipe: AdamW, the peak learning rate reached after 10% of
 the steps, then linear decay to 0; 3 epochs; batch 32. The peak rate follows the model's size
@@ -12,6 +14,9 @@ Example:
     ...                         init="uncased_L-4_H-256_A-4/", output_dir="sst2_model/")
     >>> config.sequence_length(), config.primary_metric()
     (128, 'accuracy')
+    >>> FinetuneConfig(task="squad", train_file="train-v1.1.json", init="tiny", output_dir="qa/",
+    ...                settings={"doc_stride": 64}).task_spec().doc_stride
+    64
 """
 
 from __future__ import annotations
@@ -19,13 +24,12 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from bert_tf.tasks.registry import FINETUNED_TASKS as TASKS
-from bert_tf.tasks.registry import task_named
-from bert_tf.tasks.spec import DEFAULT_SEQ_LENGTH, TaskSpec
+from bert_tf.tasks.registry import finetuned_tasks, task_named
+from bert_tf.tasks.settings import TaskSettings
+from bert_tf.tasks.spec import TaskSpec
 from bert_tf.training.mixed_precision import mixed_precision_error
 from bert_tf.training.strategy import STRATEGY_NAMES
 
-EMBEDDING_LOSSES = ("in_batch_negatives", "cosent", "cosine")  # bert_tf.tasks.embedding.losses
 BASE_LEARNING_RATE = 5e-5  # BERT's fine-tuning recipe for base and large
 SMALL_MODEL_LEARNING_RATE = 1e-4  # models under BERT-base's width from trained weights (benchmarks/RESULTS.md)
 # From random weights they learn only at higher rates (1e-4 collapsed BERT-Tiny and BERT-Mini to one class):
@@ -37,8 +41,8 @@ NARROW_RANDOM_START_LEARNING_RATE = 1e-3  # hidden size under 256 (BERT-Tiny)
 class FinetuneConfig:
     """What to fine-tune, on which data, and how."""
 
-    task: str  # "classify" (sentence or sentence pair), "ner" (CoNLL tags) or "squad" (extractive QA)
-    train_file: str  # classify: .csv/.tsv/.jsonl; ner: CoNLL columns; squad: SQuAD v1.1/v2.0 JSON
+    task: str  # a fine-tuning task of bert_tf.tasks.registry: "classify", "ner", "squad", "embed", ...
+    train_file: str  # in the task's format: classify .csv/.tsv/.jsonl; ner CoNLL columns; squad SQuAD JSON; ...
     output_dir: str  # the fine-tuned model directory (bert_tf.save_pretrained), written at the end only
     # A checkpoint (any format bert_tf.from_pretrained reads, e.g. `bert-tf pretrain`'s OUT/model), or a
     # random start: a preset name (BertConfig.preset_names()) or a bert_config.json / config.json file.
@@ -66,18 +70,12 @@ class FinetuneConfig:
     strategy: str = "default"  # "default" (one device), "mirrored" (local GPUs, else CPUs) or "multi_worker" (TF_CONFIG)
     mixed_precision: str | None = None  # None, "mixed_float16" (GPUs, with loss scaling) or "mixed_bfloat16"
     jit_compile: bool = False  # compile the training step with XLA
-    # Classification.
-    text_column: str | None = None  # None: GLUE's and common column names (bert_tf.tasks.classification.data)
-    text_pair_column: str | None = None
-    label_column: str | None = None
-    # The class names in id order (Hugging Face's id2label); the files' labels are these names or their ids
+    # The label names in id order (Hugging Face's id2label); the files' labels are these names or their ids
     # 0 .. n-1. Empty: the training file's labels, numerically or alphabetically sorted (bert_tf.tasks.labels).
     label_names: tuple[str, ...] = ()
-    multi_label: bool = False  # each example has any number of labels (sigmoid per class)
-    label_separator: str = TaskSpec.label_separator  # between the labels of a CSV/TSV cell (multi_label)
-    class_weights: bool = False  # weight the loss by n / (k * count) per class, from the training labels
-    focal_loss: bool = False  # focal loss instead of cross-entropy (with class_weights: as its alpha)
-    focal_gamma: float = 2.0
+    # The task's own settings: its settings class (`task_named(task).settings_class`), a dict of them by name, or
+    # None: their defaults. Always the settings object after construction.
+    settings: TaskSettings | dict | None = None
     # Distillation (`bert-tf distill`, bert_tf.distillation): with a teacher (a fine-tuned model directory), the
     # task, its labels and settings are the teacher's; `init` is the student's start, or "teacher": `student_layers`
     # of the teacher's layers (every k-th); the loss mixes the teacher's soft targets at `temperature`.
@@ -98,26 +96,11 @@ class FinetuneConfig:
     # checkpoint with its head; None: the teacher directory's own, if it has one).
     augment_copies: int = 0
     augment_with: str | None = None
-    # SQuAD (defaults and meaning: bert_tf.TaskSpec, where they are saved with the model).
-    doc_stride: int = TaskSpec.doc_stride
-    max_query_length: int = TaskSpec.max_query_length
-    max_answer_length: int = TaskSpec.max_answer_length
-    n_best_size: int = TaskSpec.n_best_size
-    null_score_threshold: float = TaskSpec.null_score_threshold
-    # Sentence embeddings (bert_tf.tasks.embedding; pooling and normalize are saved with the model in its TaskSpec).
-    pooling: str = TaskSpec.pooling  # "mean", "cls" or "max" of the token vectors
-    normalize: bool = TaskSpec.normalize  # vectors of length 1
-    # The loss: "in_batch_negatives" (pairs, triples, sentences for SimCSE), "cosent" or "cosine" (scored pairs);
-    # None: CoSENT for scored pairs, in-batch negatives for the rest.
-    embedding_loss: str | None = None
-    similarity_scale: float = 20.0  # cosine × this in the in-batch and CoSENT losses (1 / temperature)
-    symmetric: bool = False  # in-batch negatives both ways: each positive also finds its anchor
-    matryoshka_dims: tuple[int, ...] = ()  # nested sizes the vectors also train at (their first d values)
-    score_range: tuple[float, float] = TaskSpec.score_range  # the scores of a scored-pair file (STS-B: 0 to 5)
 
     def __post_init__(self):
-        if self.task not in TASKS:
-            raise ValueError(f"FinetuneConfig: unknown task {self.task!r}; use one of {list(TASKS)}.")
+        if self.task not in finetuned_tasks():
+            raise ValueError(f"FinetuneConfig: unknown task {self.task!r}; use one of {list(finetuned_tasks())}.")
+        self.settings = self._task_settings()
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if isinstance(value, float) and not math.isfinite(value):
@@ -144,23 +127,11 @@ class FinetuneConfig:
             raise ValueError(f"FinetuneConfig: dropout must be in [0, 1), got {self.dropout!r}.")
         if self.weight_decay < 0:
             raise ValueError(f"FinetuneConfig: weight_decay must be >= 0, got {self.weight_decay!r}.")
-        if self.focal_gamma < 0:
-            raise ValueError(f"FinetuneConfig: focal_gamma must be >= 0, got {self.focal_gamma!r}.")
         if self.early_stopping_patience is not None and self.dev_file is None:
             raise ValueError("FinetuneConfig: early stopping needs a dev_file to score.")
         self.label_names = tuple(self.label_names)
-        self.matryoshka_dims = tuple(self.matryoshka_dims)
-        self.score_range = tuple(self.score_range)
-        defaults = {field.name: field.default for field in dataclasses.fields(self)}
-        for other in TASKS:
-            others_only = [name for name in task_named(other).config_fields if getattr(self, name) != defaults[name]]
-            if other != self.task and others_only:
-                raise ValueError(f"FinetuneConfig: {others_only} apply to task {other!r} only.")
-        self._check_embedding_settings()
         if len(set(self.label_names)) != len(self.label_names) or not all(self.label_names):
             raise ValueError(f"FinetuneConfig: label_names must be distinct and not empty, got {self.label_names!r}.")
-        if self.multi_label and (self.class_weights or self.focal_loss):
-            raise ValueError("FinetuneConfig: class_weights and focal_loss apply to single-label classification.")
         self.unlabeled_files = tuple(self.unlabeled_files)
         self.layer_map = tuple(self.layer_map)
         if isinstance(self.augment_copies, bool) or not isinstance(self.augment_copies, int) or self.augment_copies < 0:
@@ -206,32 +177,32 @@ class FinetuneConfig:
 
     def sequence_length(self) -> int:
         """`seq_length`, or the task's default."""
-        return self.seq_length or DEFAULT_SEQ_LENGTH[self.task]
+        return self.seq_length or task_named(self.task).default_seq_length
 
     def task_spec(self) -> TaskSpec:
-        """The task definition this run starts from (the labels, columns and SQuAD version come from the data)."""
-        return TaskSpec(task=self.task, seq_length=self.sequence_length(), multi_label=self.multi_label,
-                        columns=(self.text_column, self.text_pair_column, self.label_column),
-                        label_names=self.label_names,
-                        label_separator=self.label_separator, doc_stride=self.doc_stride,
-                        max_query_length=self.max_query_length, max_answer_length=self.max_answer_length,
-                        n_best_size=self.n_best_size, null_score_threshold=self.null_score_threshold,
-                        pooling=self.pooling, normalize=self.normalize, score_range=self.score_range)
+        """The task definition this run starts from (the task learns its labels, and more, from the data)."""
+        return TaskSpec(task=self.task, seq_length=self.sequence_length(), label_names=self.label_names,
+                        settings=self.settings)
 
-    def _check_embedding_settings(self) -> None:
-        if self.embedding_loss not in (None, *EMBEDDING_LOSSES):
-            raise ValueError(f"FinetuneConfig: unknown embedding_loss {self.embedding_loss!r}; use one of "
-                             f"{list(EMBEDDING_LOSSES)}.")
-        if not math.isfinite(self.similarity_scale) or self.similarity_scale <= 0:
-            raise ValueError(f"FinetuneConfig: similarity_scale must be a positive number, got {self.similarity_scale!r}.")
-        if any(isinstance(dim, bool) or not isinstance(dim, int) or dim < 1 for dim in self.matryoshka_dims):
-            raise ValueError(f"FinetuneConfig: matryoshka_dims must be positive integers, got {self.matryoshka_dims!r}.")
-        low, high = self.score_range if len(self.score_range) == 2 else (None, None)
-        if low is None or not (math.isfinite(low) and math.isfinite(high) and low < high):
-            raise ValueError(f"FinetuneConfig: score_range must be two finite numbers, the lower first; got "
-                             f"{self.score_range!r}.")
+    def _task_settings(self) -> TaskSettings:
+        """`settings` as the task's settings class (checked by it)."""
+        kind = task_named(self.task).settings_class
+        if isinstance(self.settings, kind):
+            return self.settings
+        if self.settings is not None and not isinstance(self.settings, dict):
+            raise ValueError(f"FinetuneConfig: task {self.task!r} takes {kind.__name__} settings (or a dict of them), "
+                             f"not a {type(self.settings).__name__}.")
+        given = dict(self.settings or {})
+        unknown = sorted(set(given) - set(kind.names()))
+        if unknown:
+            raise ValueError(f"FinetuneConfig: {unknown} are not settings of task {self.task!r}"
+                             + (f" (its own: {kind.names()})." if kind.names() else " (it has none of its own)."))
+        try:
+            return kind(**given)
+        except ValueError as error:
+            raise ValueError(f"FinetuneConfig: {error}") from None
 
     def primary_metric(self) -> str:
         """The dev score (a key of the evaluation results) that selects the best epoch and drives early stopping
         (higher is better)."""
-        return "macro_f1" if self.multi_label else task_named(self.task).primary_metric
+        return task_named(self.task).primary_metric_for(self.settings)

@@ -25,6 +25,7 @@ import tensorflow as tf
 from bert_tf.metrics import SparseCategoricalFocalLoss
 from bert_tf.tasks.base import FinetuneTask, hf_label_names
 from bert_tf.tasks.bucketing import rows_dataset
+from bert_tf.tasks.classification.settings import ClassificationSettings
 from bert_tf.tasks.classification.data import ClassificationExamples, TextPacker, read_classification_file
 from bert_tf.tasks.classification.metrics import class_weights, classification_report, precision_recall_f1
 from bert_tf.tasks.classification.model import BertClassifier
@@ -64,8 +65,7 @@ class ClassificationTask(FinetuneTask):
     text_padding = BertClassifier.text_padding  # a short request costs a short call
     primary_metric = "accuracy"
     hf_architecture, hf_head_name = "BertForSequenceClassification", "classifier"
-    config_fields = ("multi_label", "class_weights", "focal_loss", "text_column", "text_pair_column", "label_column",
-                     "label_names")
+    settings_class = ClassificationSettings
     learns_from_unlabeled_text = True
     input_fields = (("text",), ("text_b",))
 
@@ -85,6 +85,11 @@ class ClassificationTask(FinetuneTask):
         if model.mode == "multi_label":
             info["multi_label_threshold"] = tf.constant(spec.multi_label_threshold, tf.float32)
         return info
+
+    @classmethod
+    def primary_metric_for(cls, settings):
+        """Macro-F1 for multi-label classification (no accuracy of one label), else accuracy."""
+        return "macro_f1" if settings.multi_label else cls.primary_metric
 
     @classmethod
     def spec_for_model(cls, model, spec):
@@ -215,17 +220,17 @@ class ClassificationTask(FinetuneTask):
                               label_names=self.label_names)
 
     def loss(self, config, data):
-        if not config.focal_loss:
+        if not config.settings.focal_loss:
             return "auto"
         alpha = None
-        if config.class_weights:
+        if config.settings.class_weights:
             weights = class_weights(data.labels)
             alpha = [weights.get(index, 1.0) for index in range(len(self.label_names))]
-        return SparseCategoricalFocalLoss(gamma=config.focal_gamma, alpha=alpha)
+        return SparseCategoricalFocalLoss(gamma=config.settings.focal_gamma, alpha=alpha)
 
     def class_weight(self, config, data):
         # With focal loss the weights are its alpha instead (see `loss`), not applied twice.
-        return class_weights(data.labels) if config.class_weights and not config.focal_loss else None
+        return class_weights(data.labels) if config.settings.class_weights and not config.settings.focal_loss else None
 
     def prediction_scores(self, examples: ClassificationExamples, predictions) -> dict:
         truth = self._encode(examples)

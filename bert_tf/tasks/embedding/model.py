@@ -2,9 +2,9 @@
 
 Given the usual id tensors [batch, seq] it returns float32 vectors [batch, hidden]; given a group of texts per
 example, ids [batch, texts, seq] (what training on pairs and triples feeds it), vectors [batch, texts, hidden],
-every text through the same weights. Pooling: "mean" of the real tokens' vectors (`input_mask`; Sentence-BERT's
-default), the "cls" token's vector, or their "max" over the real tokens; `embedding_size` other than the
-encoder's width adds a learned linear projection of the pooled vector to that size (sentence-transformers'
+every text through the same weights. Pooling (`bert_tf.layers.pooling.TokenPooling`): "mean" of the real tokens'
+vectors (`input_mask`; Sentence-BERT's default), the "cls" token's vector, their "max" over the real tokens, or
+"mean_max" (both); `embedding_size` other than the pooled vector's size adds a learned linear projection of the pooled vector to that size (sentence-transformers'
 Dense module: a distilled student's map into its wider teacher's space); `normalize` gives vectors of length 1,
 so that cosine similarity is their inner product.
 
@@ -26,7 +26,7 @@ import tensorflow as tf
 
 from bert_tf.model import BertModel
 from bert_tf.tasks.embedding.losses import InBatchNegativesLoss
-from bert_tf.tasks.spec import POOLINGS
+from bert_tf.layers.pooling import TokenPooling, pooled_width
 from bert_tf.tasks.task_model import BertTaskModel
 
 
@@ -41,9 +41,8 @@ class BertEmbedder(BertTaskModel):
     def __init__(self, encoder: BertModel, pooling: str = "mean", normalize: bool = True,
                  embedding_size: int | None = None, **kwargs):
         super().__init__(encoder, **kwargs)
-        if pooling not in POOLINGS:
-            raise ValueError(f"BertEmbedder: unknown pooling {pooling!r}; use one of {list(POOLINGS)}.")
-        width = encoder.config.hidden_size
+        self.token_pooling = TokenPooling(pooling, name="token_pooling")
+        width = pooled_width(pooling, encoder.config.hidden_size)
         if embedding_size is not None and (isinstance(embedding_size, bool) or not isinstance(embedding_size, int)
                                            or embedding_size < 1):
             raise ValueError(f"BertEmbedder: embedding_size must be a positive integer or None, got {embedding_size!r}.")
@@ -65,15 +64,7 @@ class BertEmbedder(BertTaskModel):
         return tf.reshape(vectors, [shape[0], shape[1], -1])
 
     def head(self, features, inputs, training=None):
-        features = tf.cast(features, tf.float32)
-        mask = tf.cast(inputs.get("input_mask", tf.ones_like(inputs["input_word_ids"])), tf.float32)
-        mask = tf.expand_dims(mask, -1)  # not [:, :, None]: TFLite's builtin StridedSlice has no new axes
-        if self.pooling == "cls":
-            vectors = features[:, 0]
-        elif self.pooling == "max":
-            vectors = tf.reduce_max(features + (mask - 1.0) * 1e9, axis=1)
-        else:
-            vectors = tf.reduce_sum(features * mask, axis=1) / tf.maximum(tf.reduce_sum(mask, axis=1), 1.0)
+        vectors = self.token_pooling(features, inputs.get("input_mask", tf.ones_like(inputs["input_word_ids"])))
         if self.projection is not None:
             vectors = self.projection(vectors)
         return tf.math.l2_normalize(vectors, axis=-1) if self.normalize else vectors

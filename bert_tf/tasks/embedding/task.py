@@ -34,6 +34,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.tasks.base import FinetuneTask
+from bert_tf.tasks.embedding.settings import EmbeddingSettings
 from bert_tf.tasks.embedding.data import EmbeddingExamples, read_embedding_file
 from bert_tf.tasks.embedding.distillation import vector_distance
 from bert_tf.tasks.embedding.losses import CoSENTLoss, CosineSimilarityLoss, InBatchNegativesLoss, MatryoshkaLoss
@@ -71,8 +72,7 @@ class EmbeddingTask(FinetuneTask):
     text_padding = BertEmbedder.text_padding
     primary_metric = "score"
     distils_layers = False  # its batches are groups of texts [batch, texts, seq], not the encoder's inputs
-    config_fields = ("pooling", "normalize", "embedding_loss", "similarity_scale", "symmetric", "matryoshka_dims",
-                     "score_range")
+    settings_class = EmbeddingSettings
     folder_format = SENTENCE_TRANSFORMERS_FOLDER
 
     # ----- exports, loading, reports ---------------------------------------------------------
@@ -202,16 +202,18 @@ class EmbeddingTask(FinetuneTask):
                             embedding_size=self.spec.embedding_size or None)
 
     def loss(self, config, data):
-        """The loss `config.embedding_loss` names, or the one the data calls for; summed over `matryoshka_dims`."""
-        name = config.embedding_loss or ("cosent" if data.kind == "scored" else "in_batch_negatives")
+        """The loss `embedding_loss` names, or the one the data calls for; summed over `matryoshka_dims` (the run's
+        settings, `config.settings`)."""
+        settings = config.settings
+        name = settings.embedding_loss or ("cosent" if data.kind == "scored" else "in_batch_negatives")
         if (name in SCORED_LOSSES) != (data.kind == "scored"):
             raise ValueError(f"The {name} loss trains on " + ("scored pairs (sentence1, sentence2, score)" if name in
                              SCORED_LOSSES else "pairs, triples or sentences") + f"; the training file holds "
                              f"{data.kind} examples.")
-        loss = {"in_batch_negatives": lambda: InBatchNegativesLoss(config.similarity_scale, config.symmetric),
-                "cosent": lambda: CoSENTLoss(config.similarity_scale),
+        loss = {"in_batch_negatives": lambda: InBatchNegativesLoss(settings.similarity_scale, settings.symmetric),
+                "cosent": lambda: CoSENTLoss(settings.similarity_scale),
                 "cosine": CosineSimilarityLoss}[name]()
-        return MatryoshkaLoss(loss, config.matryoshka_dims) if config.matryoshka_dims else loss
+        return MatryoshkaLoss(loss, settings.matryoshka_dims) if settings.matryoshka_dims else loss
 
     def scores(self, data: EmbeddingData, outputs) -> dict:
         vectors = np.stack(outputs).astype(np.float64)

@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from bert_tf.tasks.base import FinetuneTask, hf_label_names, served_text
 from bert_tf.tasks.labels import encode_labels, label_vocabulary
+from bert_tf.tasks.ner.settings import NerSettings
 from bert_tf.tasks.ner.conll import Sentence, read_conll, to_bio
 from bert_tf.tasks.ner.features import NerFeatures, ner_features, sentence_word_logits
 from bert_tf.tasks.ner.metrics import ner_scores
@@ -73,6 +74,7 @@ class NerTask(FinetuneTask):
     primary_metric = "f1"
     hf_architecture, hf_head_name = "BertForTokenClassification", "classifier"
     learns_from_unlabeled_text = True
+    settings_class = NerSettings
 
     # ----- exports, loading, reports ---------------------------------------------------------
 

@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from bert_tf.tasks.base import FinetuneTask, served_text
 from bert_tf.tasks.soft_targets import softened_kl
+from bert_tf.tasks.squad.settings import SquadSettings
 from bert_tf.tasks.squad.data import SquadExample, is_squad_v2, read_squad
 from bert_tf.tasks.squad.features import SquadFeatures, squad_features
 from bert_tf.tasks.squad.metrics import squad_scores
@@ -47,6 +48,8 @@ class SquadTask(FinetuneTask):
     text_serving_class = SquadTextServing
     primary_metric = "f1"
     hf_architecture, hf_head_name = "BertForQuestionAnswering", "qa_outputs"
+    settings_class = SquadSettings
+    default_seq_length = 384
 
     # ----- exports, loading, reports ---------------------------------------------------------
 
