@@ -10,7 +10,7 @@ from setuptools import find_packages, setup
 VERSION_FILE = Path(__file__).resolve().parent / "bert_tf" / "_version.py"
 VERSION = re.search(r'__version__ = "([^"]+)"', VERSION_FILE.read_text(encoding="utf-8")).group(1)
 
-# The stack verified to install and work together (../shared/STACK.md); constraints.txt
+# The stack verified to install and work together; constraints.txt
 # pins every transitive package too.
 INSTALL_REQUIRES = [
     "tensorflow==2.21.0",

@@ -7,9 +7,6 @@ from pathlib import Path
 from bert_tf_cli.model_arguments import add_model_arguments, load_model
 from bert_tf_cli.predict import check_utf8
 
-# bert_tf.inspection.embeddings.POOLINGS, which imports TensorFlow (tests/test_cli_startup.py checks they agree).
-POOLINGS = ("cls", "mean", "max", "mean_max", "pooled")
-
 
 def register(commands) -> None:
     parser = commands.add_parser(
@@ -23,9 +20,9 @@ def register(commands) -> None:
     parser.add_argument("texts", nargs="*", help="texts to embed (or --in)")
     parser.add_argument("--in", dest="input", help="text file, one text per line (UTF-8), or - for stdin")
     parser.add_argument("--out", required=True, help="output file: .npy or .jsonl")
-    parser.add_argument("--pooling", choices=POOLINGS,
-                        help="sentence vector: [CLS] vector, the pooler's output, mask-aware mean, max, or mean and "
-                             "max concatenated (default: the pooling a sentence-embedding model was trained with, "
+    parser.add_argument("--pooling",
+                        help="sentence vector: cls (the [CLS] vector), pooled (the pooler's output), or of the real "
+                             "tokens mean, max or mean_max (both concatenated) (default: the pooling a sentence-embedding model was trained with, "
                              "else mean; a distilled student's vectors are in its teacher's space with that pooling "
                              "of the last layer only)")
     parser.add_argument("--layer", nargs="+", default=["-1"], metavar="L",

@@ -1,12 +1,12 @@
 """Serving bert-tf models: exports for TensorFlow Serving and TFLite, a compatible server, and its clients.
 
 The server (for development and tests) is written by hand because the official
-`tensorflow_model_server` binary cannot be installed here (neither PyPI nor Debian carry it; see
-../shared/STACK.md, gotcha 7). It speaks the same gRPC API (the protos and stubs of
+`tensorflow_model_server` binary cannot be installed here: neither PyPI nor Debian carry it
+(`tensorflow-serving-api` gives only the protos and gRPC stubs). It speaks the same gRPC API (the protos and stubs of
 `tensorflow-serving-api`) and the same REST API, so code written against it works unchanged
 against the official server, which is what production should use.
 
-Three rooms, one per audience (import their modules directly; no package file here imports
+Three subpackages, one per audience (import their modules directly; no package file here imports
 anything but the standard library, so that the command line stays fast):
     export/   for people who write exports (`bert-tf export`)
         saved_model   `export_saved_model`: a bert-tf model directory → BASE/NAME/<version>/ (README.md)
@@ -23,8 +23,9 @@ anything but the standard library, so that the command line stays fast):
         rest_client   `RestClient`: predict, classify, metadata and status over REST
         batching      a large request sent in chunks of `max_batch_size`
         server_prediction  `ServerPredictor`: `bert-tf predict --server`'s results from a served export
-What the rooms share, and nothing of any room (tests/test_dependencies.py checks it): clients import
-nothing of the server or the export, the server nothing of the export, the export nothing of the server:
+What the three subpackages share is in `serving/`'s own modules, which import none of the three
+(tests/test_dependencies.py checks it, and that clients import nothing of the server or the export, the
+server nothing of the export, the export nothing of the server):
     protocol      names: the default signature, the version files, the server's default batch limit
     rest_json     TensorFlow Serving's REST JSON, both ways
     classification  the Classify convention and `make_example` (its Examples)

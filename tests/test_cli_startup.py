@@ -69,13 +69,6 @@ def test_the_student_and_init_helps_list_the_presets(capsys):
         assert "bert_L2_H128 … bert_L12_H768" in help_text or "L 2, 4, 6, 8, 10, 12" in help_text, help_text
 
 
-def test_cli_copies_of_library_constants_agree():
-    from bert_tf.inspection.embeddings import POOLINGS
-    from bert_tf_cli import embed
-
-    assert embed.POOLINGS == POOLINGS
-
-
 @pytest.fixture(scope="module")
 def classifier_dir(tmp_path_factory):
     base = tmp_path_factory.mktemp("quiet")

@@ -4,11 +4,11 @@
   line) uses all of them;
 - `bert_tf/checkpoints/` reads checkpoint formats into the encoder (`BertModel`): it reaches no head, tokenizer,
   vocabulary, preprocessor or task; bert-tf's own model directory, which builds those, is read and written
-  one floor up (`bert_tf/model_directory.py`);
-- `serving/`'s rooms: the clients (`serving/client/`) reach nothing of the server or of the export writers,
-  the server (`serving/server/`) nothing of the export writers or the clients, the export (`serving/export/`)
-  nothing of the server or the clients; what they share (names, wire formats, the TFLite runner) is in
-  `serving/`'s own modules, which reach no room;
+  by `bert_tf/model_directory.py`, which uses `bert_tf/checkpoints/` (never the reverse);
+- `serving/`'s three subpackages: the clients (`serving/client/`) reach nothing of the server or of the export
+  writers, the server (`serving/server/`) nothing of the export writers or the clients, the export
+  (`serving/export/`) nothing of the server or the clients; what they share (names, wire formats, the TFLite
+  runner) is in `serving/`'s own modules, which reach none of the three;
 - no import circle: no module of `bert_tf`, `pipelines`, `serving` or `bert_tf_cli` reaches itself;
 - each task is one folder, `bert_tf/tasks/<task>/`, looked up through `bert_tf.tasks.registry`: no other module
   imports a task folder (but `bert_tf/__init__.py`, which names the package's public classes), and no task folder
@@ -36,7 +36,7 @@ FORBIDDEN = {
     "bert_tf_cli": {"benchmarks"},
 }
 GRAPH_PACKAGES = ("bert_tf", "pipelines", "serving", "bert_tf_cli")
-SERVING_ROOMS = ("serving.export", "serving.server", "serving.client")
+SERVING_SUBPACKAGES = ("serving.export", "serving.server", "serving.client")
 # (the modules a rule is about: a module or package name, or a predicate on module names; what they never reach).
 REACH_RULES = {
     "checkpoints read formats into the encoder, no head or text": (
@@ -47,8 +47,8 @@ REACH_RULES = {
     "clients need no server and no export writer": ("serving.client", ("serving.server", "serving.export")),
     "the server serves what is written, without the writers": ("serving.server", ("serving.export", "serving.client")),
     "the export writes without the server": ("serving.export", ("serving.server", "serving.client")),
-    "what the rooms share reaches no room": (
-        lambda name: within(name, ["serving"]) and not within(name, SERVING_ROOMS), SERVING_ROOMS,
+    "what the serving subpackages share reaches none of them": (
+        lambda name: within(name, ["serving"]) and not within(name, SERVING_SUBPACKAGES), SERVING_SUBPACKAGES,
     ),
 }
 

@@ -12,8 +12,8 @@ from bert_tf.inspection import (
     TextEmbedder,
     cosine_similarity,
     embed_file,
-    pool_tokens,
 )
+from bert_tf.layers.pooling import TokenPooling
 from tiny_inspection_models import CONFIG, MAX_LENGTH, TOKENS
 
 TEXTS = ["the woman went to the store and bought a pair of shoes", "i opened", "", "we sat on the river bank ."]
@@ -46,12 +46,12 @@ def numpy_pool(hidden, mask, pooling):
 
 
 @pytest.mark.parametrize("pooling", ["cls", "mean", "max", "mean_max"])
-def test_pool_tokens_matches_numpy_with_padding(pooling):
+def test_token_pooling_matches_numpy_with_padding(pooling):
     rng = np.random.default_rng(0)
     # All negative: a max that let padding positions (zeros) in would show.
     hidden = rng.normal(size=(4, 6, 5)).astype(np.float32) - 3.0
     mask = np.array([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0]])
-    pooled = pool_tokens(hidden, mask, pooling).numpy()
+    pooled = TokenPooling(pooling)(hidden, mask).numpy()
     expected = np.stack([numpy_pool(h, m, pooling) for h, m in zip(hidden, mask)])
     np.testing.assert_allclose(pooled, expected, rtol=1e-6, atol=1e-6)
 

@@ -39,7 +39,7 @@ def collapse_warnings(caplog) -> list[str]:
 
 
 def test_classification_learns_keeps_the_best_epoch_and_saves_everything(files, tmp_path, caplog):
-    result = finetune(config(files, tmp_path, class_weights=True), progress=False)
+    result = finetune(config(files, tmp_path, settings={"class_weights": True}), progress=False)
     assert collapse_warnings(caplog) == []
     dev_accuracy = result.history["val_accuracy"]
     assert len(dev_accuracy) == 8 and result.best_epoch == int(np.argmax(dev_accuracy)) + 1
@@ -82,7 +82,7 @@ def test_the_saved_model_is_its_weights_without_the_optimizers_state(files, tmp_
 
 
 def test_focal_loss_takes_the_class_weights_and_early_stopping_stops(files, tmp_path):
-    settings = config(files, tmp_path, focal_loss=True, class_weights=True, learning_rate=1e-9, epochs=5,
+    settings = config(files, tmp_path, settings={"focal_loss": True, "class_weights": True}, learning_rate=1e-9, epochs=5,
                       early_stopping_patience=1)
     result = finetune(settings, progress=False)
     assert result.epochs_run == 2  # the dev score cannot improve at a learning rate of 1e-9
@@ -110,8 +110,8 @@ def test_a_model_that_predicts_one_class_for_everything_is_warned_about(files, t
     (True, [[1, 0], [0, 1], [1, 1]], [[1.0, -2.0], [-3.0, -1.0], [-1.0, -1.0]], None),
 ])
 def test_only_prediction_is_the_class_of_a_collapsed_model(files, multi_label, labels, logits, expected):
-    task = ClassificationTask(BertTokenizer(files["vocab"]), TaskSpec(
-        task="classify", seq_length=16, label_names=("neg", "pos"), multi_label=multi_label))
+    task = ClassificationTask(BertTokenizer(files["vocab"]), TaskSpec.of(
+        "classify", seq_length=16, label_names=("neg", "pos"), multi_label=multi_label))
     task.outputs = lambda model, data, batch_size: list(np.array(logits))
     data = ClassificationData(examples=None, labels=np.array(labels), features={})
     assert task.only_prediction(model=None, data=data, batch_size=2) == expected
@@ -167,8 +167,8 @@ def test_multi_label_from_jsonl(files, tmp_path):
             for text, label in (line.rsplit("\t", 1) for line in open(files["train"]).read().splitlines()[1:])]
     path = tmp_path / "train.jsonl"
     path.write_text("\n".join(json.dumps(row) for row in rows))
-    result = finetune(config(files, tmp_path, train_file=str(path), dev_file=str(path), multi_label=True, epochs=1,
-                             label_column="topics"), progress=False)
+    result = finetune(config(files, tmp_path, train_file=str(path), dev_file=str(path), epochs=1,
+                             settings={"multi_label": True, "columns": (None, None, "topics")}), progress=False)
     assert set(result.metrics["per_class"]) == {"neg", "plot", "pos"}
     assert {"accuracy", "macro_f1", "micro_f1"} <= set(result.metrics)
     model = bert_tf.load_model_directory(tmp_path / "model").model
@@ -202,8 +202,8 @@ def test_the_default_learning_rate_follows_the_models_size_and_start():
 def test_config_checks_settings():
     with pytest.raises(ValueError, match="unknown task"):
         FinetuneConfig(task="tag", train_file="t", output_dir="o", init="tiny")
-    with pytest.raises(ValueError, match=r"\['class_weights'\] apply to task 'classify' only"):
-        FinetuneConfig(task="ner", train_file="t", output_dir="o", init="tiny", class_weights=True)
+    with pytest.raises(ValueError, match=r"\['class_weights'\] are not settings of task 'ner' \(its own: "):
+        FinetuneConfig(task="ner", train_file="t", output_dir="o", init="tiny", settings={"class_weights": True})
     with pytest.raises(ValueError, match="early stopping needs a dev_file"):
         FinetuneConfig(task="ner", train_file="t", output_dir="o", init="tiny", early_stopping_patience=2)
     assert FinetuneConfig(task="squad", train_file="t", output_dir="o", init="tiny").sequence_length() == 384
@@ -211,8 +211,9 @@ def test_config_checks_settings():
         FinetuneConfig(task="squad", train_file="t", output_dir="o", init="tiny", seq_length=40)
     with pytest.raises(ValueError, match=r"label_names must be distinct and not empty, got \('a', 'a'\)"):
         FinetuneConfig(task="classify", train_file="t", output_dir="o", init="tiny", label_names=("a", "a"))
-    with pytest.raises(ValueError, match=r"\['label_names'\] apply to task 'classify' only"):
-        FinetuneConfig(task="ner", train_file="t", output_dir="o", init="tiny", label_names=("a", "b"))
+    with pytest.raises(ValueError, match="class_weights and focal_loss apply to single-label classification"):
+        FinetuneConfig(task="classify", train_file="t", output_dir="o", init="tiny",
+                       settings={"multi_label": True, "focal_loss": True})
     for field, value in [("temperature", float("nan")), ("temperature", 0.0), ("learning_rate", float("inf")),
                          ("weight_decay", -0.01), ("weight_decay", float("nan")), ("focal_gamma", float("nan")),
                          ("hidden_weight", float("inf")), ("null_score_threshold", float("nan")), ("dropout", float("nan")),

@@ -205,7 +205,7 @@ def test_export_loads_in_a_fresh_process_with_tensorflow_text_only(base_path, cl
     script = textwrap.dedent(f"""
         import json, sys
         import tensorflow as tf
-        import tensorflow_text  # registers the tokenizer's ops (STACK.md, gotcha 1)
+        import tensorflow_text  # registers the tokenizer's ops, which loading the SavedModel needs
         model = tf.saved_model.load({str(base_path / NAME / "1")!r})
         outputs = model.signatures["serving_default"](text=tf.constant({TEXTS!r}))
         assert "bert_tf" not in sys.modules and "serving" not in sys.modules

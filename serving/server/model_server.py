@@ -1,7 +1,7 @@
 """`ModelServer` and the `serve` command: a TensorFlow-Serving-compatible server for one model or several.
 
 Written by hand because the official `tensorflow_model_server` binary cannot be installed
-here (STACK.md, gotcha 7). It serves TensorFlow Serving's gRPC API (PredictionService:
+here (neither PyPI nor Debian carry it). It serves TensorFlow Serving's gRPC API (PredictionService:
 Predict, Classify, GetModelMetadata; ModelService: GetModelStatus) and REST API
 (`/v1/models/NAME[/versions/N|/labels/LABEL][:predict|:classify|/metadata]`) from
 `BASE/NAME/<version>/` SavedModels: one model (`--model_name`, `--model_base_path`) or those

@@ -42,7 +42,8 @@ import numpy as np
 import tensorflow as tf
 
 # Registers the tensorflow-text ops (FastBertNormalize, ...) before any SavedModel loads:
-# a model holding a tokenizer fails to load without it (STACK.md, gotcha 1).
+# a model holding a tokenizer fails to load without it ("Op type not registered 'FastBertNormalize'", even for a
+# signature that takes ids: the whole graph is loaded).
 import tensorflow_text  # noqa: F401
 from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2
 from tensorflow_serving.apis import get_model_metadata_pb2

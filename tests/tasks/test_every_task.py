@@ -15,9 +15,9 @@ import tensorflow as tf
 
 import bert_tf
 from bert_tf.distillation import soft_target_loss
-from bert_tf.tasks.registry import FINETUNED_TASKS, TASKS, task_from_directory, task_from_spec, task_named
+from bert_tf.tasks.registry import TASKS, finetuned_tasks, task_from_directory, task_from_spec, task_named
 from bert_tf.tasks.registry import task_of_model
-from bert_tf.tasks.spec import TASKS as SPEC_TASKS
+from bert_tf.tasks.settings import SETTINGS_CLASSES
 from bert_tf.tasks.spec import TaskSpec
 from serving.export.saved_model import export_saved_model
 
@@ -40,22 +40,22 @@ def input_fields(directory) -> list[dict]:
     return [dict(zip(directory.task.text_inputs, example)) for example in zip(*text_inputs(directory.task))]
 
 
-@pytest.fixture(scope="module", params=FINETUNED_TASKS)
+@pytest.fixture(scope="module", params=finetuned_tasks())
 def directory(request, tmp_path_factory):
     """A model directory of the task: a 1-layer encoder of width 8, random weights spread out so outputs differ."""
     keras.utils.set_random_seed(7)
     config = bert_tf.BertConfig(vocab_size=len(VOCAB.read_text().split()), hidden_size=8, num_hidden_layers=1,
                                 num_attention_heads=2, intermediate_size=16, max_position_embeddings=32,
                                 hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, initializer_range=0.5)
-    spec = TaskSpec(task=request.param, seq_length=32, **SETTINGS[request.param])
+    spec = TaskSpec.of(request.param, seq_length=32, **SETTINGS[request.param])
     model = task_from_spec(spec, bert_tf.BertTokenizer(VOCAB)).build_model(bert_tf.BertModel(config), dropout=0.0)
     path = bert_tf.save_pretrained(model, tmp_path_factory.mktemp(request.param) / "model", vocab_file=VOCAB, task=spec)
     return bert_tf.load_model_directory(path)
 
 
 def test_the_registry_knows_every_task_a_spec_may_name():
-    assert sorted(TASKS) == sorted(SPEC_TASKS)
-    assert set(FINETUNED_TASKS) == set(SETTINGS)
+    assert sorted(TASKS) == sorted(SETTINGS_CLASSES)
+    assert set(finetuned_tasks()) == set(SETTINGS)
     with pytest.raises(ValueError, match="Unknown task 'tagging'; use one of"):
         task_named("tagging")
 

@@ -58,7 +58,7 @@ def test_embed_gives_the_same_vectors_from_the_directory_and_from_its_export(tmp
     encoder = bert_tf.BertModel(bert_tf.BertConfig(vocab_size=len(VOCAB), hidden_size=width, num_hidden_layers=1,
                                                    num_attention_heads=2, intermediate_size=32,
                                                    max_position_embeddings=32, initializer_range=0.5))
-    spec = TaskSpec(task="embed", seq_length=16, embedding_size=16)
+    spec = TaskSpec.of("embed", seq_length=16, embedding_size=16)
     directory = bert_tf.save_pretrained(bert_tf.BertEmbedder(encoder, embedding_size=16), tmp_path / "model",
                                         vocab_file=vocab, task=spec)
     (tmp_path / "texts.txt").write_text("".join(f"{a}\n{b}\n" for a, b, _ in PAIRS), encoding="utf-8")

@@ -120,11 +120,12 @@ def test_a_loss_that_does_not_fit_the_data_is_refused(tmp_path):
     write_vocab(tmp_path)
     task = task_from_spec(TaskSpec(task="embed", seq_length=16), bert_tf.BertTokenizer(tmp_path / "vocab.txt"))
     sentences = task.prepare(task.read(write(tmp_path / "s.txt", "a good film\n")), training=True)
-    config = FinetuneConfig(task="embed", train_file="s.txt", output_dir="out", init="tiny", embedding_loss="cosent")
+    config = FinetuneConfig(task="embed", train_file="s.txt", output_dir="out", init="tiny",
+                            settings={"embedding_loss": "cosent"})
     with pytest.raises(ValueError, match="The cosent loss trains on scored pairs .* holds sentences examples"):
         task.loss(config, sentences)
-    with pytest.raises(ValueError, match=r"\['pooling'\] apply to task 'embed' only"):
-        FinetuneConfig(task="classify", train_file="t.tsv", output_dir="out", init="tiny", pooling="cls")
+    with pytest.raises(ValueError, match=r"\['pooling'\] are not settings of task 'classify'"):
+        FinetuneConfig(task="classify", train_file="t.tsv", output_dir="out", init="tiny", settings={"pooling": "cls"})
 
 
 def test_simcse_pairs_each_sentence_with_itself(tmp_path):
