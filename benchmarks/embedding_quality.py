@@ -207,12 +207,13 @@ def reference_recipe(flags: list[str], scorer: Scorer) -> dict:
     from bert_tf_cli import build_parser
     from bert_tf_cli.finetune import config_from_args
 
-    config = config_from_args(build_parser().parse_args(["finetune", *flags]))
+    argv = ["finetune", *flags]
+    config = config_from_args(build_parser(argv).parse_args(argv))
     return {"checkpoint": config.init, "train": config.train_file, "sts_dev": config.dev_file,
             "retrieval": str(scorer.retrieval_folder), "seed": config.seed, "epochs": config.epochs,
             "batch_size": config.batch_size, "learning_rate": config.learning_rate,
             "warmup_proportion": config.warmup_proportion, "weight_decay": config.weight_decay,
-            "seq_length": config.seq_length, "scale": config.similarity_scale,
+            "seq_length": config.seq_length, "scale": config.settings.similarity_scale,
             "scoring_length": SCORING_LENGTH, "evaluated_dims": list(CUTS),
             "threads": REFERENCE_THREADS}
 

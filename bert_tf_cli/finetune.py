@@ -65,7 +65,24 @@ def add_task_arguments(parser, argv: list[str]) -> None:
 
     if task not in finetuned_tasks():
         parser.error(f"unknown task {task!r}; use one of {', '.join(finetuned_tasks())}")
-    settings = task_named(task).settings_class
+    _add_task_group(parser, task_named(task).settings_class, task)
+
+
+def task_options_help() -> str:
+    """Each fine-tuning task's own options, as `--task TASK --help` lists them (for the CLI reference)."""
+    from bert_tf.tasks.registry import finetuned_tasks, task_named
+
+    parts = []
+    for task in finetuned_tasks():
+        settings = task_named(task).settings_class
+        if settings.flags():
+            parser = argparse.ArgumentParser(usage=argparse.SUPPRESS, add_help=False)
+            _add_task_group(parser, settings, task)
+            parts.append(parser.format_help().strip())
+    return "\n\n".join(parts)
+
+
+def _add_task_group(parser, settings, task: str) -> None:
     settings.add_arguments(parser.add_argument_group(f"the {task} task's own settings (--task {task})",
                                                      settings.description or None))
 

@@ -26,7 +26,11 @@ def cli_reference(width: int = 100) -> str:
         commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))  # no public accessor
         sections = [f"```\n{parser.format_help().strip()}\n```"]
         for name, subparser in commands.choices.items():
-            sections.append(f"### `bert-tf {name}`\n\n```\n{subparser.format_help().strip()}\n```")
+            text = subparser.format_help().strip()
+            module = sys.modules[subparser.get_default("run").__module__]  # the command's module
+            if hasattr(module, "task_options_help"):  # options that depend on another (`finetune --task TASK`)
+                text += "\n\n" + module.task_options_help()
+            sections.append(f"### `bert-tf {name}`\n\n```\n{text}\n```")
     finally:
         if saved is None:
             del os.environ["COLUMNS"]

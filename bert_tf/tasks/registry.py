@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from bert_tf.tasks.base import FinetuneTask, Task
@@ -47,6 +48,9 @@ def register_task(task: type[Task]) -> type[Task]:
         raise ValueError(f"{task.__name__} has no name.")
     if TASKS.get(task.name, task) is not task:
         raise ValueError(f"The task name {task.name!r} is taken by {TASKS[task.name].__name__}.")
+    shared = sorted({field.name for field in dataclasses.fields(TaskSpec)} & set(task.settings_class.names()))
+    if shared:
+        raise ValueError(f"{task.settings_class.__name__} names {shared}, which every task's TaskSpec has already.")
     TASKS[task.name] = task
     SETTINGS_CLASSES[task.name] = task.settings_class
     if task.folder_format:

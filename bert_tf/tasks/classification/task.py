@@ -25,11 +25,11 @@ import tensorflow as tf
 from bert_tf.metrics import SparseCategoricalFocalLoss
 from bert_tf.tasks.base import FinetuneTask, hf_label_names
 from bert_tf.tasks.bucketing import rows_dataset
-from bert_tf.tasks.classification.settings import ClassificationSettings
 from bert_tf.tasks.classification.data import ClassificationExamples, TextPacker, read_classification_file
 from bert_tf.tasks.classification.metrics import class_weights, classification_report, precision_recall_f1
 from bert_tf.tasks.classification.model import BertClassifier
 from bert_tf.tasks.classification.ops import classifier_outputs
+from bert_tf.tasks.classification.settings import ClassificationSettings
 from bert_tf.tasks.labels import encode_labels, label_vocabulary
 from bert_tf.tasks.score_table import score_table
 from bert_tf.tasks.soft_targets import softened_kl

@@ -34,7 +34,6 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.tasks.base import FinetuneTask
-from bert_tf.tasks.embedding.settings import EmbeddingSettings
 from bert_tf.tasks.embedding.data import EmbeddingExamples, read_embedding_file
 from bert_tf.tasks.embedding.distillation import vector_distance
 from bert_tf.tasks.embedding.losses import CoSENTLoss, CosineSimilarityLoss, InBatchNegativesLoss, MatryoshkaLoss
@@ -42,6 +41,7 @@ from bert_tf.tasks.embedding.metrics import format_retrieval, format_sts, retrie
 from bert_tf.tasks.embedding.model import BertEmbedder
 from bert_tf.tasks.embedding.retrieval_data import RetrievalSet, read_retrieval_set
 from bert_tf.tasks.embedding.sentence_transformers_folder import SENTENCE_TRANSFORMERS_FOLDER
+from bert_tf.tasks.embedding.settings import EmbeddingSettings
 from bert_tf.tasks.text_serving import text_packer
 
 SCORED_LOSSES = ("cosent", "cosine")

@@ -24,12 +24,12 @@ import tensorflow as tf
 
 from bert_tf.tasks.base import FinetuneTask, hf_label_names, served_text
 from bert_tf.tasks.labels import encode_labels, label_vocabulary
-from bert_tf.tasks.ner.settings import NerSettings
 from bert_tf.tasks.ner.conll import Sentence, read_conll, to_bio
 from bert_tf.tasks.ner.features import NerFeatures, ner_features, sentence_word_logits
 from bert_tf.tasks.ner.metrics import ner_scores
 from bert_tf.tasks.ner.model import BertTokenClassifier
 from bert_tf.tasks.ner.ops import NerTextServing, token_outputs, word_entities
+from bert_tf.tasks.ner.settings import NerSettings
 from bert_tf.tasks.ner.word_alignment import IGNORE_LABEL
 from bert_tf.tasks.score_table import score_table
 from bert_tf.tasks.soft_targets import softened_kl

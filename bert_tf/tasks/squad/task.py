@@ -24,13 +24,13 @@ import tensorflow as tf
 
 from bert_tf.tasks.base import FinetuneTask, served_text
 from bert_tf.tasks.soft_targets import softened_kl
-from bert_tf.tasks.squad.settings import SquadSettings
 from bert_tf.tasks.squad.data import SquadExample, is_squad_v2, read_squad
 from bert_tf.tasks.squad.features import SquadFeatures, squad_features
 from bert_tf.tasks.squad.metrics import squad_scores
 from bert_tf.tasks.squad.model import BertSpanLabeler
 from bert_tf.tasks.squad.ops import SquadTextServing, row_answers
 from bert_tf.tasks.squad.postprocess import AnswerPrediction, answer_predictions
+from bert_tf.tasks.squad.settings import SquadSettings
 
 
 @dataclasses.dataclass

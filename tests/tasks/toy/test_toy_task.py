@@ -1,6 +1,7 @@
 """A task defined in the test tree (`toy`: text → a score, with its own settings, model and metrics) is added through
 the registry alone, and then fine-tunes, saves, loads, predicts, exports and is served like the built-in tasks."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -12,7 +13,7 @@ from toy.task import ToyTask
 import bert_tf
 from bert_tf.prediction import Predictor
 from bert_tf.tasks import registry
-from bert_tf.tasks.settings import SETTINGS_CLASSES
+from bert_tf.tasks.settings import SETTINGS_CLASSES, TaskSettings
 from bert_tf.training.finetune import finetune
 from bert_tf.training.finetune_config import FinetuneConfig
 from bert_tf_cli import main
@@ -54,6 +55,10 @@ def test_registering_a_task_adds_it_everywhere_and_a_taken_name_is_an_error(toy_
     other = type("OtherToy", (ToyTask,), {})
     with pytest.raises(ValueError, match="The task name 'toy' is taken by ToyTask"):
         registry.register_task(other)
+    clashing = dataclasses.make_dataclass("Clashing", [("truncation", str, "none")], bases=(TaskSettings,), frozen=True)
+    with pytest.raises(ValueError, match=r"Clashing names \['truncation'\], which every task's TaskSpec has already"):
+        registry.register_task(type("ClashTask", (ToyTask,), {"name": "clash", "settings_class": clashing}))
+    assert "clash" not in registry.TASKS
     with pytest.raises(ValueError, match=r"\['doc_stride'\] are not settings of task 'toy'"):
         FinetuneConfig(task="toy", train_file="t", output_dir="o", init="tiny", settings={"doc_stride": 8})
 
