@@ -215,12 +215,14 @@ def test_config_checks_settings():
         FinetuneConfig(task="classify", train_file="t", output_dir="o", init="tiny",
                        settings={"multi_label": True, "focal_loss": True})
     for field, value in [("temperature", float("nan")), ("temperature", 0.0), ("learning_rate", float("inf")),
-                         ("weight_decay", -0.01), ("weight_decay", float("nan")), ("focal_gamma", float("nan")),
-                         ("hidden_weight", float("inf")), ("null_score_threshold", float("nan")), ("dropout", float("nan")),
-                         ("seed", -1)]:
+                         ("weight_decay", -0.01), ("weight_decay", float("nan")), ("hidden_weight", float("inf")),
+                         ("dropout", float("nan")), ("seed", -1)]:
         with pytest.raises(ValueError, match=f"FinetuneConfig: {field} must be"):
             FinetuneConfig(task="classify", train_file="t", output_dir="o", init="teacher", teacher="t", student_layers=1,
                            **{field: value})
+    for task, field in (("classify", "focal_gamma"), ("squad", "null_score_threshold"), ("embed", "similarity_scale")):
+        with pytest.raises(ValueError, match=f"FinetuneConfig: {field} must be a finite number, got nan"):
+            FinetuneConfig(task=task, train_file="t", output_dir="o", init="tiny", settings={field: float("nan")})
 
 
 def test_training_data_gives_the_batches_fit_trains_on_in_order(files, tmp_path, monkeypatch):
