@@ -113,7 +113,11 @@ def _dense(folder: Path):
 def write_sentence_transformers_folder(model: BertEmbedder, out_dir, vocab_file=None, lower_case: bool | None = None,
                                        seq_length: int | None = None) -> Path:
     """Writes `model` as a sentence-transformers folder (the 2-to-5 layout) that `SentenceTransformer(out_dir)`
-    loads; `vocab_file`, `lower_case`: the encoder's unless given."""
+    loads; `vocab_file`, `lower_case`: the encoder's unless given. Its Pooling module pools one way: a "mean_max"
+    model (whose halves sentence-transformers would put the other way round, max first) is refused."""
+    if model.pooling not in POOLING_FLAGS:
+        raise ValueError(f"A sentence-transformers folder pools by one of {', '.join(POOLING_FLAGS)}, not "
+                         f"{model.pooling}.")
     encoder = model.encoder
     out = write_hf_directory(encoder, out_dir, vocab_file or encoder.vocab_file,
                              encoder.lower_case if lower_case is None else lower_case)

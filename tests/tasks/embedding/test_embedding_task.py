@@ -70,15 +70,16 @@ def tiny_encoder(vocab_size=60):
                                                 hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
 
 
-@pytest.mark.parametrize("pooling", ["mean", "cls", "max"])
+@pytest.mark.parametrize("pooling", ["mean", "cls", "max", "mean_max"])
 def test_poolings_read_the_real_tokens_only_and_groups_share_the_weights(pooling):
     model = BertEmbedder(tiny_encoder(), pooling=pooling, normalize=False)
     ids = {"input_word_ids": np.array([[2, 7, 9, 3, 0], [2, 8, 3, 0, 0]]),
            "input_mask": np.array([[1, 1, 1, 1, 0], [1, 1, 1, 0, 0]])}
     tokens = model.encoder(ids)["sequence_output"].numpy()
     mask = ids["input_mask"][:, :, None].astype(bool)
-    expected = {"mean": (tokens * mask).sum(1) / mask.sum(1), "cls": tokens[:, 0],
-                "max": np.where(mask, tokens, -np.inf).max(1)}[pooling]
+    mean, maximum = (tokens * mask).sum(1) / mask.sum(1), np.where(mask, tokens, -np.inf).max(1)
+    expected = {"mean": mean, "cls": tokens[:, 0], "max": maximum,
+                "mean_max": np.concatenate([mean, maximum], axis=-1)}[pooling]
     np.testing.assert_allclose(model(ids).numpy(), expected, atol=1e-5)
     grouped = model({name: value[None] for name, value in ids.items()}).numpy()  # [1 example, 2 texts, hidden]
     np.testing.assert_allclose(grouped[0], expected, atol=1e-5)
@@ -194,3 +195,12 @@ def test_pairs_are_scored_as_retrieval_and_a_retrieval_folder_too(tmp_path):
     scores = task.evaluate(model, task.prepare(task.read(folder), training=False), batch_size=4)
     assert scores["queries"] == 1 and scores["recall@1"] == 100.0
     assert task.format_scores(scores).startswith("nDCG@10 100.00")
+
+
+def test_a_mean_max_embedder_is_twice_as_wide_and_not_written_for_sentence_transformers(tmp_path):
+    from bert_tf.tasks.embedding.sentence_transformers_folder import write_sentence_transformers_folder
+
+    model = BertEmbedder(tiny_encoder(), pooling="mean_max")
+    assert model.embedding_size == 2 * model.encoder.config.hidden_size
+    with pytest.raises(ValueError, match="A sentence-transformers folder pools by one of mean, cls, max, not mean_max"):
+        write_sentence_transformers_folder(model, tmp_path / "st")
