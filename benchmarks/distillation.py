@@ -40,7 +40,7 @@ from benchmarks.harness import Contender, interleaved, usable_cores
 from benchmarks.isolated import IsolatedCalls
 from benchmarks.report import BenchmarkResult, markdown_table, portable_command, run_missing
 from benchmarks.settings import Settings
-from bert_tf_cli import build_parser
+from bert_tf_cli import parse_arguments
 from bert_tf_cli.distill import config_from_args
 from bert_tf.training.finetune import finetune
 from serving.export.saved_model import export_saved_model
@@ -145,7 +145,7 @@ def distil(task: quality.QualityTask, student: Student, teacher: Path, settings:
         flags += ["--unlabeled", str(unlabeled_file(task, settings, work))]
     command = portable_command(["bert-tf", "distill", *flags])
     print(f"{task.name} {student.name}: `{command}`", flush=True)
-    result = finetune(config_from_args(build_parser().parse_args(["distill", *flags])), progress=False)
+    result = finetune(config_from_args(parse_arguments(["distill", *flags])), progress=False)
     score = quality.points(task, task.metrics[0], result.metrics[task.metrics[0]])
     print(f"{task.name} {student.name}: {score:.2f}", flush=True)
     return {"score": score, "model": str(out), "command": command, "train_examples": result.train_examples,

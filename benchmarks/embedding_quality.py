@@ -204,11 +204,10 @@ def run_bert_tf(flags: list[str], scorer: Scorer, log: Path) -> dict:
 
 def reference_recipe(flags: list[str], scorer: Scorer) -> dict:
     """What `benchmarks.sentence_transformers_reference` reads: the FinetuneConfig of `bert-tf finetune FLAGS`."""
-    from bert_tf_cli import build_parser
+    from bert_tf_cli import parse_arguments
     from bert_tf_cli.finetune import config_from_args
 
-    argv = ["finetune", *flags]
-    config = config_from_args(build_parser(argv).parse_args(argv))
+    config = config_from_args(parse_arguments(["finetune", *flags]))
     return {"checkpoint": config.init, "train": config.train_file, "sts_dev": config.dev_file,
             "retrieval": str(scorer.retrieval_folder), "seed": config.seed, "epochs": config.epochs,
             "batch_size": config.batch_size, "learning_rate": config.learning_rate,

@@ -74,12 +74,12 @@ QUICK_TASKS = ("mrpc", "conll")
 def bert_tf_model(task: QualityTask, settings: Settings, work: Path) -> tuple[Path, dict]:
     """The seed-1 `bert_tf` model of `task` (fine-tuned now unless `work` holds it with the same config), and its
     record: the command and the training summary. For the benchmarks that measure what comes after fine-tuning."""
-    from bert_tf_cli import build_parser
+    from bert_tf_cli import parse_arguments
     from bert_tf_cli.finetune import config_from_args
     from bert_tf.training.finetune import finetune
 
     flags = finetune_flags(task, "bert_tf", SEEDS[0], settings, work)
-    config = config_from_args(build_parser().parse_args(["finetune", *flags]))
+    config = config_from_args(parse_arguments(["finetune", *flags]))
     model_dir = Path(config.output_dir)
     metadata_file = model_dir / "bert_tf.json"
     reused = metadata_file.is_file() and _same_config(json.loads(metadata_file.read_text())["training"]["config"],
@@ -169,10 +169,10 @@ def run_bert_tf(flags: list[str], log: Path) -> dict:
 
 def run_transformers(flags: list[str], log: Path) -> dict:
     """`benchmarks.torch_reference` on the FinetuneConfig that `bert-tf finetune FLAGS` runs."""
-    from bert_tf_cli import build_parser
+    from bert_tf_cli import parse_arguments
     from bert_tf_cli.finetune import config_from_args
 
-    config = config_from_args(build_parser().parse_args(["finetune", *flags]))
+    config = config_from_args(parse_arguments(["finetune", *flags]))
     config_file, out = log.with_suffix(".config.json"), log.with_suffix(".json")
     config_file.write_text(json.dumps(dataclasses.asdict(config), indent=2), encoding="utf-8")
     command = [sys.executable, "-m", "benchmarks.torch_reference", "--config", str(config_file), "--out", str(out)]

@@ -76,7 +76,7 @@ def _classifier(settings: Settings, scratch: Path) -> tuple[Path, str]:
     """(model directory, description): BERT-base (tiny in quick mode) fine-tuned on SST-2 from random weights by
     `bert-tf finetune`, reused from WORK_DIR when it holds one of the same config. This measures serving speed at
     BERT-base's size; the accuracy of the quantized paths on trained weights is `benchmarks.quantized_accuracy`'s."""
-    from bert_tf_cli import build_parser
+    from bert_tf_cli import parse_arguments
     from bert_tf_cli.finetune import config_from_args
     from bert_tf.training.finetune import finetune
 
@@ -86,7 +86,7 @@ def _classifier(settings: Settings, scratch: Path) -> tuple[Path, str]:
              "--vocab", str(settings.vocab_file), "--out", str(out), "--overwrite", "--seq-length", "64",
              "--epochs", "1", "--batch-size", "32", "--learning-rate", str(learning_rate), "--seed", "42",
              "--max-train-examples", str(examples)]
-    config = config_from_args(build_parser().parse_args(["finetune", *flags]))
+    config = config_from_args(parse_arguments(["finetune", *flags]))
     metadata_file = out / "bert_tf.json"
     if not (metadata_file.is_file() and
             json.loads(metadata_file.read_text())["training"]["config"] == dataclasses.asdict(config)):

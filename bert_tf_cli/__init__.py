@@ -40,6 +40,11 @@ def build_parser(argv: list[str] = ()) -> argparse.ArgumentParser:
     return parser
 
 
+def parse_arguments(argv: list[str]) -> argparse.Namespace:
+    """`argv` parsed as the `bert-tf` command parses it (with the options that depend on others, as `--task`'s)."""
+    return build_parser(argv).parse_args(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     # Decided before anything can import TensorFlow: -v/--verbose comes before the command.
@@ -48,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         show_tensorflow_logs()
     else:
         quiet_tensorflow()
-    args = build_parser(argv).parse_args(argv)
+    args = parse_arguments(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     try:
         return args.run(args) or 0
