@@ -32,7 +32,7 @@ from benchmarks.cpu_serving import (ORT, ORT_INT8, OPENVINO, OPENVINO_BF16, SAVE
                                     SERVED_INT8, TEXT_TFLITE, other_runtimes, saved_classifier)
 from benchmarks.data import sst2
 from benchmarks.harness import Contender, Timing, interleaved, rate_cell, usable_cores
-from benchmarks.machine import machine_info, machine_line
+from benchmarks.machine import machine_info
 from benchmarks.report import BenchmarkResult, markdown_table
 from benchmarks.settings import Settings
 
@@ -119,8 +119,7 @@ def targets(timings: dict[str, Timing], avx512: bool) -> list[list[str]]:
 
 def run(settings: Settings) -> BenchmarkResult:
     info = machine_info()
-    title = (f"## One text per call and batches of {BATCH}: the real-sentence race on {info['cpu_model']} "
-             f"(family/model {info['cpu_family_model']})")
+    title = f"## One text per call and batches of {BATCH}: the real-sentence race on {cpu_words(info)}"
     dev_file = settings.data_file("sst2", "dev.tsv")
     if not settings.vocab_file.exists() or dev_file is None:
         message = f"vocabulary or SST-2 dev set not found under {settings.data_dir}"
@@ -138,16 +137,17 @@ def run(settings: Settings) -> BenchmarkResult:
             if any(name in names for names in PEERS.values()):
                 contenders[name] = lambda texts, p=predict: p(tokenize(texts))
         results = {batch: race(contenders, sentences, batch, settings) for batch in (1, BATCH)}
-    end = machine_info()
     avx512 = info["cpu_flags"].get("avx512f", False)
     parts = [title, description(sentences, threads, setup["notes"])]
-    data = {"machine": info, "load_average_at_end": end["load_average"]}
+    data = {}
     for batch, (timings, logits) in results.items():
         reference = logits[SAVED_TEXT]
         rows = [[name, precision_of(name), rate_cell(timing), f"{timing.cpu_median:,.1f}",
                  f"{np.abs(logits[name] - reference).max():.1e}"]
                 for name, timing in sorted(timings.items(), key=lambda item: -item[1].median)]
         heading = "One sentence per call" if batch == 1 else f"Batches of {batch} sentences"
+        if not any(name in timings for name in PEERS["bf16"]):
+            heading += " (no bf16 peer on this CPU: OpenVINO's bf16 needs bfloat16 units)"
         parts += [f"### {heading}",
                   markdown_table(["contender", "precision", "sentences/s, wall clock (loaded)",
                                   "sentences/s, CPU time", "max |Δ logit| vs the float32 SavedModel"], rows),
@@ -156,9 +156,19 @@ def run(settings: Settings) -> BenchmarkResult:
         data[f"batch_{batch}"] = {"results": {n: t.summary() for n, t in timings.items()},
                                   "max_logit_difference": {n: float(np.abs(v - reference).max())
                                                            for n, v in logits.items()}}
-    parts.append(f"Machine: {machine_line(info)}; load average at the end "
-                 f"{'/'.join(f'{x:.1f}' for x in end['load_average'])}.")
     return BenchmarkResult(NAME, "\n\n".join(parts), data)
+
+
+def cpu_words(info: dict) -> str:
+    """The CPU for a title: its model, its widest vector instructions, and "loaded" when other work kept more
+    threads runnable than it has cores (the load average when the run began)."""
+    flags = info["cpu_flags"]
+    isa = "AVX-512" if flags.get("avx512f") else "AVX2 only" if flags.get("avx2") else "no AVX2"
+    hidden = " under benchmarks.avx2_only's CPUID mask (emulated)" if info.get("cpuid_hidden_flags") else ""
+    load = info["load_average"][0]
+    loaded = f", loaded (load average {load:.1f} on {info['usable_cores']} cores)" if load > info["usable_cores"] \
+        else ""
+    return f"{info['cpu_model']} (family/model {info['cpu_family_model']}, {isa}{hidden}){loaded}"
 
 
 def precision_of(name: str) -> str:
