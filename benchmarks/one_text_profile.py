@@ -11,11 +11,15 @@ is sent `--calls` times to each, one call at a time:
 - perf (`benchmarks.kernels_used`, where perf runs): the share of the float32 call's CPU samples in Eigen's
   packing of a product's operands (`gemm_pack_*`: the weight matrix is re-laid out on every call) and in its
   multiply kernel (`gebp`).
+- What was tried to lay the weights out once or cut the ops (`tried_variants`): the same model in one
+  `tf.function`, with its weights frozen as constants, and XLA-compiled on length buckets; CPU and wall time per
+  sentence, interleaved. Under `TF_ENABLE_ONEDNN_OPTS=1` every TensorFlow row runs on oneDNN's kernels instead.
 - ONNX Runtime: `SessionOptions.enable_profiling`, its nodes' times summed by operator type.
 Times are per call, medians' worth: the trace sums `--calls` calls and divides. Run on a busy machine, every
 figure stretches; the shares are what compare.
 
-    python -m benchmarks.one_text_profile             # about 3 minutes on 2 cores
+    python -m benchmarks.one_text_profile                            # about 3 minutes on 2 cores
+    TF_ENABLE_ONEDNN_OPTS=1 python -m benchmarks.one_text_profile    # the same on oneDNN's kernels
 """
 
 from __future__ import annotations
@@ -34,12 +38,14 @@ import tensorflow as tf
 from benchmarks.cpu_serving import onnx_runtime_files, rust_tokenizer, saved_classifier, checked_torch_classifier
 from benchmarks.contenders import export_onnx
 from benchmarks.data import sst2
-from benchmarks.harness import usable_cores
+from benchmarks.harness import Contender, interleaved, usable_cores
 from benchmarks.kernels_used import hottest_kernels
 from benchmarks.machine import machine_info, machine_line
 from benchmarks.report import markdown_table
 from benchmarks.settings import Settings
 
+BUCKET = 16  # the XLA variant pads each text's ids to a multiple of this (one compilation per bucket)
+TRIED_SENTENCES = 12  # SST-2 dev sentences per round of the variants' timing
 SENTENCE_INDEX = 3  # the SST-2 dev sentence profiled: 25 tokens with [CLS] and [SEP]
 PRODUCTS = ("MatMul", "_FusedMatMul", "_MklMatMul", "_MklFusedMatMul")
 ATTENTION_PRODUCTS = ("BatchMatMulV2", "BatchMatMulV3", "BatchMatMul", "Einsum", "_MklBatchMatMulV2")
@@ -160,12 +166,48 @@ def onnx_runtime_table(path: Path, features: dict[str, np.ndarray], calls: int, 
     return rows, wall
 
 
-def profile(settings: Settings, calls: int) -> str:
+def tried_variants(classifier, signature, sentences: list[str], tokenize, rounds: int) -> list[list[str]]:
+    """The ways of running the float32 model on one text that could lay the weights out once or cut the ops,
+    timed interleaved on `sentences` one per call: rows of name, CPU ms per sentence (all threads), wall ms, and the
+    largest logit difference from the SavedModel. Run with TF_ENABLE_ONEDNN_OPTS=1 for oneDNN's kernels."""
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
+    from bert_tf.inference import inference_function
+
+    plain, compiled = inference_function(classifier), inference_function(classifier, jit_compile=True)
+    spec = {name: tf.TensorSpec([1, None], tf.int32, name=name) for name in tokenize(sentences[0], False)}
+    frozen = convert_variables_to_constants_v2(plain.get_concrete_function(spec))
+
+    def ids(text: str, bucket: int = 1) -> dict[str, tf.Tensor]:
+        features = tokenize(text, False)
+        width = -(-features["input_word_ids"].shape[1] // bucket) * bucket
+        return {name: tf.constant(np.pad(value, [[0, 0], [0, width - value.shape[1]]])) for name, value in
+                features.items()}
+
+    variants = {
+        "the float32 SavedModel, raw text in (as exported)": lambda text: signature(text=tf.constant([text]))["logits"],
+        "the Keras model in one tf.function, ids in": lambda text: plain(ids(text)),
+        "the same, weights frozen as constants (convert_variables_to_constants_v2)": lambda text: frozen(**ids(text))[0],
+        f"the same, XLA-compiled (jit_compile=True), ids padded to a multiple of {BUCKET}":
+            lambda text: compiled(ids(text, BUCKET)),
+    }
+    reference = {text: signature(text=tf.constant([text]))["logits"].numpy() for text in sentences}
+    differences = {name: max(float(np.abs(np.asarray(run(text)) - reference[text]).max()) for text in sentences)
+                   for name, run in variants.items()}  # also the warm-up: every XLA bucket compiled here
+    timings = interleaved([Contender(name, lambda r=run: [r(text) for text in sentences], items=len(sentences))
+                           for name, run in variants.items()], rounds, warmup=0, description="variants")
+    return [[name, f"{1e3 * np.median(timing.cpu_seconds) / len(sentences):.1f}",
+             f"{1e3 * timing.median_seconds / len(sentences):.1f}", f"{differences[name]:.1e}"]
+            for name, timing in timings.items()]
+
+
+def profile(settings: Settings, calls: int, rounds: int) -> str:
     """The section's Markdown: the TensorFlow table per precision, perf's packing line, ONNX Runtime's table."""
     from serving.export.saved_model import export_saved_model
 
-    sentence = sst2(settings.data_file("sst2", "dev.tsv"), SENTENCE_INDEX + 1)[0][SENTENCE_INDEX]
-    features = rust_tokenizer(settings.vocab_file)(sentence, False)
+    sentences = sst2(settings.data_file("sst2", "dev.tsv"), TRIED_SENTENCES)[0]
+    sentence, tokenize = sentences[SENTENCE_INDEX], rust_tokenizer(settings.vocab_file)
+    features = tokenize(sentence, False)
     threads, config = usable_cores(), settings.config("base")
     parts = []
     with tempfile.TemporaryDirectory() as directory:
@@ -185,7 +227,13 @@ def profile(settings: Settings, calls: int) -> str:
                                      tensorflow_table(ops, calls, wall))]
             if quantize == "none":
                 parts.append(packing_shares(call))
-        samples = [rust_tokenizer(settings.vocab_file)(sentence, True)]
+                parts += [f"What was tried on the float32 model, {len(sentences)} sentences one per call, {rounds} "
+                          "interleaved rounds (TF_ENABLE_ONEDNN_OPTS="
+                          f"{os.environ.get('TF_ENABLE_ONEDNN_OPTS', 'unset')}):",
+                          markdown_table(["variant", "CPU ms per sentence", "wall ms per sentence",
+                                          "max |Δ logit| vs the SavedModel"],
+                                         tried_variants(classifier, signature, sentences, tokenize, rounds))]
+        samples = [tokenize(sentence, True)]
         plain = export_onnx(checked_torch_classifier(classifier, scratch / "hf", samples), scratch / "plain.onnx")
         fused = onnx_runtime_files(plain, config)[0]["ONNX Runtime float32, fused"]
         rows, _ = onnx_runtime_table(fused, features, calls, threads, scratch)
@@ -199,9 +247,10 @@ def profile(settings: Settings, calls: int) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.one_text_profile", description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=20, help="calls profiled per contender (default 20)")
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds of the variants tried (default 3)")
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    print(profile(Settings(), args.calls))
+    print(profile(Settings(), args.calls, args.rounds))
 
 
 if __name__ == "__main__":
