@@ -47,20 +47,24 @@ from benchmarks.settings import Settings
 BUCKET = 16  # the XLA variant pads each text's ids to a multiple of this (one compilation per bucket)
 TRIED_SENTENCES = 12  # SST-2 dev sentences per round of the variants' timing
 SENTENCE_INDEX = 3  # the SST-2 dev sentence profiled: 25 tokens with [CLS] and [SEP]
-PRODUCTS = ("MatMul", "_FusedMatMul", "_MklMatMul", "_MklFusedMatMul")
-ATTENTION_PRODUCTS = ("BatchMatMulV2", "BatchMatMulV3", "BatchMatMul", "Einsum", "_MklBatchMatMulV2")
 CATEGORIES = ("dense products (weights × activations)", "attention products (QKᵀ, AV)",
               "attention: mask, softmax, head reshapes", "LayerNorm", "GELU", "tokenizer (in the graph)",
               "variable reads", "embeddings, token rows, head, shapes")
 
 
 def category(name: str, op_type: str) -> str:
-    """What an op does in the served graph, from its name (`scope/.../op`) and type: one of CATEGORIES."""
+    """What an op does in the served graph, from its name (`scope/.../op`) and type: one of CATEGORIES.
+
+        >>> category("bert_classifier/layer_0/intermediate/BiasAdd", "_MklNativeFusedMatMul")
+        'dense products (weights × activations)'
+        >>> category("bert_classifier/layer_0/attention/einsum/Einsum", "BatchMatMulV2")
+        'attention products (QKᵀ, AV)'
+    """
     lowered = name.lower()
-    if op_type in PRODUCTS:
-        return CATEGORIES[0]
-    if op_type in ATTENTION_PRODUCTS:
+    if "BatchMatMul" in op_type or "Einsum" in op_type:  # Eigen's and oneDNN's (`_Mkl...`) kinds alike
         return CATEGORIES[1]
+    if "MatMul" in op_type:  # MatMul, _FusedMatMul, _MklNativeFusedMatMul, ...
+        return CATEGORIES[0]
     if op_type == "ReadVariableOp":
         return CATEGORIES[6]
     if "attention" in lowered and "/output" not in lowered or op_type == "Softmax":
