@@ -191,7 +191,8 @@ def tried_variants(classifier, signature, sentences: list[str], tokenize, rounds
     variants = {
         "the float32 SavedModel, raw text in (as exported)": lambda text: signature(text=tf.constant([text]))["logits"],
         "the Keras model in one tf.function, ids in": lambda text: plain(ids(text)),
-        "the same, weights frozen as constants (convert_variables_to_constants_v2)": lambda text: frozen(**ids(text))[0],
+        "the same, weights frozen as constants (convert_variables_to_constants_v2)":
+            lambda text: frozen(**ids(text))[0],
         f"the same, XLA-compiled (jit_compile=True), ids padded to a multiple of {BUCKET}":
             lambda text: compiled(ids(text, BUCKET)),
     }
@@ -227,7 +228,8 @@ def profile(settings: Settings, calls: int, rounds: int) -> str:
             ops, wall = traced_ops(call, calls, scratch / f"trace_{quantize}")
             precision = "float32" if quantize == "none" else "bf16"
             parts += [f"TensorFlow, the {precision} SavedModel's `serving_default` (raw text in), {calls} calls:",
-                      markdown_table(["what", "ms per call (summed over ops)", "share of the time in ops", "ops per call", "µs per op"],
+                      markdown_table(["what", "ms per call (summed over ops)", "share of the time in ops",
+                                      "ops per call", "µs per op"],
                                      tensorflow_table(ops, calls, wall))]
             if quantize == "none":
                 parts.append(packing_shares(call))
