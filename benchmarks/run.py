@@ -22,6 +22,7 @@ Benchmarks (each a module of this package with `run(settings) -> BenchmarkResult
   embedding_quality  sentence embeddings from the trained BERT-Mini, bert-tf against sentence-transformers (~1.5 hours)
   embedding_speed    text → vector, BERT-base: bert-tf against sentence-transformers and ONNX Runtime; served; search
   replicas    fine-tuning on 2 replicas (2 logical CPUs) against one device: steps/s, the same loss and weights
+  one_text_race  the real-sentence race on this CPU: each precision's exports against its fastest peer, 1 and 32 per call
 
 Each benchmark runs in its own process (a fresh memory) and times its contenders interleaved
 (A B A B ...) after warm-up and reports medians with their spread. Results go to benchmarks/RESULTS.md (one delimited section per benchmark,
@@ -63,6 +64,7 @@ BENCHMARKS = {
     "embedding_quality": "embedding_quality",
     "embedding_speed": "embedding_speed",
     "replicas": "replicas",
+    "one_text_race": "one_text_race",
 }
 
 
