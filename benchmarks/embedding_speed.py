@@ -21,7 +21,8 @@ every side), interleaved rounds (`benchmarks.harness`). Every contender's vector
 float32 ones (largest difference; for bf16 and int8 the smallest cosine). Served: `benchmarks.serving_load` with
 `bert-tf serve`'s request batching, 64 single-text gRPC clients, against the in-process batch-32 call (target
 ≥ 0.8×). Search: `serving.export.search_index.write_search_index` with 10k, 100k and 1M random unit vectors of
-768 values (BM25 over the ids as texts), dense queries (raw text → top 10) one at a time and 32 at a time, and the inner products and top-k alone.
+768 values (BM25 over the ids as texts), dense queries (raw text → top 10) one at a time and 32 at a time, and
+the inner products and top-k alone.
 """
 
 from __future__ import annotations
