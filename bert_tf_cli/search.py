@@ -97,7 +97,12 @@ def _local(args) -> tuple[dict, int]:
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the tokenizer's ops, before the SavedModel loads)
 
-    loaded = tf.saved_model.load(str(_latest_version(Path(args.model))))
+    from bert_tf.model_directory import exported_version
+
+    version = exported_version(Path(args.model))
+    if version is None:
+        raise FileNotFoundError(f"{args.model} holds no search SavedModel (write one with bert-tf index).")
+    loaded = tf.saved_model.load(str(version))
     info = {name: value.numpy()[0] for name, value in
             loaded.signatures["model_info"](request=tf.constant([""])).items()}
     if "mode" not in info:
@@ -121,14 +126,3 @@ def _served(args) -> tuple[dict, int]:
     optional = {name: np.float32(value) if name == "dense_weight" else value for name, value in _requested(args).items()}
     with GrpcClient(args.server, model_name=args.model, timeout_s=60) as client:
         return client.predict({"text": args.queries, **optional}), top_k
-
-
-def _latest_version(path: Path) -> Path:
-    """`path` if it is a SavedModel, else its highest numbered version folder."""
-    if (path / "saved_model.pb").is_file():
-        return path
-    versions = [child for child in path.iterdir() if child.name.isdigit() and (child / "saved_model.pb").is_file()] \
-        if path.is_dir() else []
-    if not versions:
-        raise FileNotFoundError(f"{path} holds no search SavedModel (write one with bert-tf index).")
-    return max(versions, key=lambda child: int(child.name))
