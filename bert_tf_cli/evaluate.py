@@ -80,7 +80,7 @@ def run(args) -> None:
 def evaluate_beir_folder(args, model: Path, index_options: list[str]):
     """(a function formatting the scores, scores) of a sentence-embedding model directory or a search index on the
     BEIR folder --data."""
-    from bert_tf.tasks.embedding.metrics import format_retrieval
+    from bert_tf import format_retrieval
     from pipelines.beir_evaluation import beir_split, evaluate_index_on_beir, evaluate_model_on_beir, is_search_index
 
     if args.server:

@@ -1,7 +1,7 @@
 """Retrieval scores on a BEIR folder (`corpus.jsonl`, `queries.jsonl`, `qrels/<split>.tsv`:
 `bert_tf.tasks.embedding.retrieval_data`) of a sentence-embedding model directory or of a search index (`bert-tf
 index`, in any of its modes): nDCG@10, MRR@10 and Recall@k × 100 as BEIR reports them
-(`bert_tf.tasks.embedding.metrics.retrieval_scores`).
+(`bert_tf.retrieval_scores`).
 
 A model directory embeds every query and document and ranks all documents. An index answers its `top_k` documents
 per query, in the mode asked for: the documents it did not return rank below all it did, so Recall@k is given for
@@ -21,13 +21,13 @@ import numpy as np
 import tensorflow as tf
 
 import bert_tf
+from bert_tf import read_retrieval_set, retrieval_scores
 from bert_tf.model_directory import exported_version
 from bert_tf.progress import progress_bar
-from bert_tf.tasks.embedding.metrics import CUTOFF, retrieval_scores
-from bert_tf.tasks.embedding.retrieval_data import read_retrieval_set
 from bert_tf.tasks.registry import task_from_directory
 
 RECALL_CUTOFFS = (1, 10, 100)
+CUTOFF = 10  # nDCG@10 and MRR@10 (bert_tf.tasks.embedding.metrics.CUTOFF)
 INDEX_ASSET = "bm25_vocabulary.txt"  # serving.export.search_index.VOCABULARY_ASSET: a search index's mark
 
 
