@@ -12,6 +12,7 @@ from bert_tf.retrieval.bm25 import BM25Index
 from bert_tf.retrieval.fusion import RRF_K
 from bert_tf_cli import main
 from serving.client.grpc_client import GrpcClient
+from serving.client.rest_client import RestClient
 from serving.export.search_index import SearchSettings, embedded_corpus, export_search_index
 from serving.export.signatures import serving_spec
 from serving.server.model_server import ModelServer
@@ -118,6 +119,8 @@ def test_bert_tf_serve_serves_it_with_its_defaults_and_bert_tf_search_asks_it(em
         with GrpcClient(target, model_name="search", timeout_s=30) as client:
             answer = client.predict({"text": QUERIES})  # mode, fusion and dense_weight: the index's defaults
             lexical = client.predict({"text": QUERIES, "mode": "lexical"})
+        over_rest = RestClient(f"http://127.0.0.1:{server.rest_port}", model_name="search", timeout_s=30).predict(
+            {"text": QUERIES})
         with GrpcClient(target, model_name="search", signature_name="model_info", timeout_s=30) as client:
             info = client.predict({"request": [""]})
         capsys.readouterr()
@@ -125,6 +128,7 @@ def test_bert_tf_serve_serves_it_with_its_defaults_and_bert_tf_search_asks_it(em
         served_lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     np.testing.assert_allclose(answer["scores"], expected["scores"], atol=1e-5)
     np.testing.assert_array_equal(answer["ids"], expected["ids"])
+    np.testing.assert_allclose(over_rest["scores"], expected["scores"], atol=1e-5)
     np.testing.assert_array_equal(lexical["indices"], ask(local, QUERIES, mode="lexical")["indices"])
     assert int(info["documents"][0]) == len(DOCUMENTS) and int(info["top_k"][0]) == 3
     assert info["mode"][0] == b"hybrid" and info["fusion"][0] == b"weighted"
