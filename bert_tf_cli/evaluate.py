@@ -37,7 +37,8 @@ def register(commands) -> None:
     parser.add_argument("--split", help="a BEIR folder's judgments, qrels/SPLIT.tsv (default: test, else the only one)")
     parser.add_argument("--mode", choices=("lexical", "dense", "hybrid"),
                         help="a search index's mode (default: the index's)")
-    parser.add_argument("--fusion", choices=("rrf", "weighted"), help="a search index's hybrid fusion (default: its own)")
+    parser.add_argument("--fusion", choices=("rrf", "weighted"),
+                        help="a search index's hybrid fusion (default: its own)")
     parser.add_argument("--dense-weight", type=float, help="a search index's weighted fusion weight (default: its own)")
     parser.add_argument("--text-column", help="classification: the file's text column (default: the model's)")
     parser.add_argument("--text-pair-column", help="classification: the file's second text column")

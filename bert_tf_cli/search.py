@@ -1,4 +1,4 @@
-"""`bert-tf index` and `bert-tf search`: a search SavedModel over a corpus (dense, lexical and hybrid), and asking it."""
+"""`bert-tf index` and `bert-tf search`: a search SavedModel over a corpus (dense, lexical, hybrid), and asking it."""
 
 import json
 from pathlib import Path
@@ -123,6 +123,7 @@ def _served(args) -> tuple[dict, int]:
 
     with GrpcClient(args.server, model_name=args.model, signature_name="model_info", timeout_s=30) as client:
         top_k = int(client.predict({"request": [""]})["top_k"][0])
-    optional = {name: np.float32(value) if name == "dense_weight" else value for name, value in _requested(args).items()}
+    optional = {name: np.float32(value) if name == "dense_weight" else value
+                for name, value in _requested(args).items()}
     with GrpcClient(args.server, model_name=args.model, timeout_s=60) as client:
         return client.predict({"text": args.queries, **optional}), top_k

@@ -72,7 +72,8 @@ def evaluate_index_on_beir(index_path, folder, split: str, mode: str | None = No
 
     retrieval_set = read_retrieval_set(folder, split)
     loaded = tf.saved_model.load(str(exported_version(Path(index_path))))
-    info = {name: value.numpy()[0] for name, value in loaded.signatures["model_info"](request=tf.constant([""])).items()}
+    info = {name: value.numpy()[0]
+            for name, value in loaded.signatures["model_info"](request=tf.constant([""])).items()}
     top_k, documents = int(info["top_k"]), int(info["documents"])
     if top_k < min(CUTOFF, documents):
         raise ValueError(f"{index_path} returns {top_k} documents per query; nDCG@10 and MRR@10 need 10: write it "
@@ -84,7 +85,8 @@ def evaluate_index_on_beir(index_path, folder, split: str, mode: str | None = No
         raise ValueError(f"{index_path} indexes {len(index_ids)} documents, {folder}/corpus.jsonl holds "
                          f"{len(document_index)}, and document {missing!r} is in only one: index that corpus.")
     to_corpus = np.array([document_index[identifier] for identifier in index_ids])
-    inputs = {"mode": tf.constant(mode or info["mode"].decode()), "fusion": tf.constant(fusion or info["fusion"].decode()),
+    inputs = {"mode": tf.constant(mode or info["mode"].decode()),
+              "fusion": tf.constant(fusion or info["fusion"].decode()),
               "dense_weight": tf.constant(info["dense_weight"] if dense_weight is None else dense_weight, tf.float32)}
     scores = np.full([len(retrieval_set.queries), len(document_index)], -np.inf)
     search = loaded.signatures["serving_default"]
@@ -93,4 +95,5 @@ def evaluate_index_on_beir(index_path, folder, split: str, mode: str | None = No
         found = search(text=tf.constant(retrieval_set.queries[start:start + batch_size]), **inputs)
         rows = np.arange(start, start + len(found["indices"]))[:, None]
         scores[rows, to_corpus[found["indices"].numpy()]] = found["scores"].numpy()
-    return retrieval_scores(scores, retrieval_set.relevant, ks=[k for k in RECALL_CUTOFFS if k <= top_k or top_k == documents])
+    recall_cutoffs = [k for k in RECALL_CUTOFFS if k <= top_k or top_k == documents]
+    return retrieval_scores(scores, retrieval_set.relevant, ks=recall_cutoffs)
