@@ -106,8 +106,8 @@ def _local(args) -> tuple[dict, int]:
     info = {name: value.numpy()[0] for name, value in
             loaded.signatures["model_info"](request=tf.constant([""])).items()}
     if "mode" not in info:
-        raise ValueError(f"{args.model} is a search index of an older bert-tf (dense only): write it again with "
-                         "bert-tf index.")
+        raise ValueError(f"{args.model} is no search index of this bert-tf (its model_info has no mode): write it "
+                         "with bert-tf index.")
     inputs = {"mode": info["mode"].decode(), "fusion": info["fusion"].decode(),
               "dense_weight": float(info["dense_weight"]), **_requested(args)}
     found = loaded.signatures["serving_default"](
@@ -122,7 +122,11 @@ def _served(args) -> tuple[dict, int]:
     from serving.client.grpc_client import GrpcClient
 
     with GrpcClient(args.server, model_name=args.model, signature_name="model_info", timeout_s=30) as client:
-        top_k = int(client.predict({"request": [""]})["top_k"][0])
+        info = client.predict({"request": [""]})
+    if "mode" not in info:
+        raise ValueError(f"{args.model} at {args.server} is no search index of bert-tf index (its model_info has no "
+                         "mode).")
+    top_k = int(info["top_k"][0])
     optional = {name: np.float32(value) if name == "dense_weight" else value
                 for name, value in _requested(args).items()}
     with GrpcClient(args.server, model_name=args.model, timeout_s=60) as client:

@@ -167,3 +167,10 @@ def test_only_a_sentence_embedding_model_indexes(tmp_path, corpus):
                                          vocab_file=vocab, seq_length=16)
     with pytest.raises(ValueError, match="is a classify model: a search index needs a sentence-embedding model"):
         export_search_index(classifier, corpus, tmp_path, "search", progress=False)
+
+
+def test_a_corpus_without_words_is_refused_before_embedding(embedder_dir, tmp_path):
+    path = tmp_path / "stop.jsonl"
+    path.write_text('{"_id": "a", "text": "the a"}\n{"_id": "b", "text": "x y z"}\n')
+    with pytest.raises(ValueError, match="No document has a word BM25 can index"):
+        export_search_index(embedder_dir, path, tmp_path, "search", progress=False)

@@ -54,6 +54,7 @@ MODES = ("lexical", "dense", "hybrid")
 FUSION_DEPTH = 100  # documents each retriever proposes to hybrid fusion (at least top_k)
 SNIPPET_CHARS = 200  # characters of each document kept to show it
 VOCABULARY_ASSET = "bm25_vocabulary.txt"
+NO_WORDS = "No document has a word BM25 can index (two or more letters or digits, not a stop word)."
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,8 +92,10 @@ def export_search_index(model_dir, corpus, base_path, name: str, version: int | 
     directory = load_model_directory(model_dir)
     _check_embedding_model(directory.task, model_dir)
     spec = serving_spec(directory, seq_length=seq_length)
-    vectors = embedded_corpus(spec, texts, progress)
-    write_search_index(spec, ids, texts, vectors, BM25Index(texts, k1=settings.k1, b=settings.b), final, settings)
+    lexical = BM25Index(texts, k1=settings.k1, b=settings.b)  # seconds, before the minutes of embedding
+    if not lexical.vocabulary:
+        raise ValueError(NO_WORDS)
+    write_search_index(spec, ids, texts, embedded_corpus(spec, texts, progress), lexical, final, settings)
     logger.info("Indexed %d documents of %s with %s in %s.", len(ids), corpus, model_dir, final)
     return final
 
@@ -150,7 +153,7 @@ def write_search_index(spec: ServingSpec, ids: list[str], texts: list[str], vect
         raise ValueError(f"{len(ids)} document ids, {len(texts)} texts, {len(vectors)} vectors and "
                          f"{lexical.documents} documents in BM25: one of each per document.")
     if not lexical.vocabulary:
-        raise ValueError("No document has a word BM25 can index (two letters or digits, not a stop word).")
+        raise ValueError(NO_WORDS)
 
     def write(staging: Path) -> None:
         with tempfile.TemporaryDirectory(prefix="bert_tf_index_") as scratch:
