@@ -10,7 +10,7 @@ import bert_tf
 from bert_tf.retrieval.bm25 import BM25Index
 from bert_tf.tasks.embedding.metrics import retrieval_scores
 from bert_tf_cli import main
-from serving.export.search_index import export_search_index
+from serving.export.search_index import SearchSettings, export_search_index
 
 DOCUMENTS = {"d1": ("Films", "a good film"), "d2": ("", "the plot was bad"), "d3": ("Cities", "paris and london"),
              "d4": ("", "a very nice film"), "d5": ("People", "mary and john")}
@@ -68,3 +68,24 @@ def test_wrong_splits_and_options_are_named(embedder_dir, folder, capsys):
     ]:
         assert main(["evaluate", *map(str, args)]) == 2
         assert message in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_scifact_lexical_scores_equal_bm25s(embedder_dir, shared_data, tmp_path, capsys):
+    """The served BM25 of an index of SciFact scores its 809 train claims as bm25s's own ranking does (top 100)."""
+    bm25s = pytest.importorskip("bm25s")
+    folder = shared_data / "scifact"
+    if not (folder / "qrels" / "train.tsv").is_file():
+        pytest.skip("no SciFact in the team data")
+    export_search_index(embedder_dir, folder / "corpus.jsonl", tmp_path, "scifact",
+                        settings=SearchSettings(top_k=100), progress=False)
+    served = printed_scores(capsys, "--model", tmp_path / "scifact", "--data", folder, "--mode", "lexical")
+    claims = bert_tf.read_retrieval_set(folder, "train")
+    reference = bm25s.BM25()
+    reference.index(bm25s.tokenize(claims.documents, stopwords="en", show_progress=False), show_progress=False)
+    documents, scores = reference.retrieve(bm25s.tokenize(claims.queries, stopwords="en", show_progress=False), k=100,
+                                           show_progress=False)
+    ranked = np.full([len(claims.queries), len(claims.documents)], -np.inf)
+    ranked[np.arange(len(claims.queries))[:, None], documents] = scores
+    assert served == pytest.approx(retrieval_scores(ranked, claims.relevant), abs=1e-9)
+    assert round(served["ndcg@10"], 2) == 66.68 and served["queries"] == 809
