@@ -41,22 +41,27 @@ class BM25Index:
         if not texts:
             raise ValueError("BM25Index: no texts to index.")
         self.k1, self.b, self.documents = float(k1), float(b), len(texts)
-        words, lengths = [], []
-        for start in range(0, len(texts), TOKENIZE_CHUNK):
+        stop = {word.encode() for word in stop_words(stopwords)}
+        term_ids: dict[bytes, int] = {}  # the vocabulary, in the order of first use
+        self.document_lengths = np.zeros(self.documents, np.int64)
+        terms, documents, counts = [], [], []
+        for start in range(0, self.documents, TOKENIZE_CHUNK):  # a chunk's (word, document) pairs and their counts
             split = word_tokens(texts[start:start + TOKENIZE_CHUNK])
-            words.append(split.flat_values)
-            lengths.append(split.row_lengths().numpy())
-        vocabulary, term_of_word = tf.unique(tf.concat(words, axis=0), out_idx=tf.int64)
-        vocabulary, term_of_word = vocabulary.numpy(), term_of_word.numpy()
-        document_of_word = np.repeat(np.arange(self.documents, dtype=np.int64), np.concatenate(lengths))
-        stop = np.isin(vocabulary, np.array([word.encode() for word in stop_words(stopwords)], dtype=object))
-        kept = ~stop[term_of_word]
-        new_term = np.cumsum(~stop) - 1
-        term_of_word, document_of_word = new_term[term_of_word[kept]], document_of_word[kept]
-        self.vocabulary = [word.decode("utf-8") for word in vocabulary[~stop]]
-        self.document_lengths = np.bincount(document_of_word, minlength=self.documents)
-        pairs, counts = np.unique(term_of_word * self.documents + document_of_word, return_counts=True)
-        terms, documents = pairs // self.documents, pairs % self.documents
+            words, word_index = tf.unique(split.flat_values, out_idx=tf.int64)
+            term_of_word = np.array([-1 if word in stop else term_ids.setdefault(word, len(term_ids))
+                                     for word in words.numpy()], np.int64)[word_index.numpy()]
+            size = len(split.row_lengths())
+            document_of_word = np.repeat(np.arange(size, dtype=np.int64), split.row_lengths().numpy())
+            kept = term_of_word >= 0
+            term_of_word, document_of_word = term_of_word[kept], document_of_word[kept]
+            self.document_lengths[start:start + size] = np.bincount(document_of_word, minlength=size)
+            pairs, pair_counts = np.unique(term_of_word * size + document_of_word, return_counts=True)
+            terms.append(pairs // size)
+            documents.append(start + pairs % size)
+            counts.append(pair_counts)
+        order = np.argsort(np.concatenate(terms), kind="stable")  # by word, then document (chunks come in order)
+        terms, documents, counts = (np.concatenate(values)[order] for values in (terms, documents, counts))
+        self.vocabulary = [word.decode("utf-8") for word in term_ids]
         document_frequency = np.bincount(terms, minlength=len(self.vocabulary))
         idf = np.log(1 + (self.documents - document_frequency + 0.5) / (document_frequency + 0.5))
         mean_length = self.document_lengths.mean()
