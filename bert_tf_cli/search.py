@@ -22,7 +22,9 @@ def register(commands) -> None:
                     "Documents longer than --seq-length tokens are embedded from their start (a warning counts "
                     "them). --corpus: BEIR's corpus.jsonl ({_id, title, text}), {id, text} lines, or a .txt file, a "
                     "document per line.")
-    index.add_argument("--model", required=True, help="a sentence-embedding model directory")
+    index.add_argument("--model", help="a sentence-embedding model directory (or --lexical-only)")
+    index.add_argument("--lexical-only", action="store_true",
+                       help="no model: BM25 alone (mode lexical), seconds to write, no vectors to hold")
     index.add_argument("--corpus", required=True, help="the documents: .jsonl or .txt")
     index.add_argument("--out", required=True, help="the base path (holding NAME/)")
     index.add_argument("--name", required=True, help="the search model's name, its directory under --out")
@@ -30,7 +32,8 @@ def register(commands) -> None:
     index.add_argument("--top-k", type=int, default=10, help="documents per query (default: 10)")
     index.add_argument("--seq-length", type=int,
                        help="tokens of a document embedded (default: the model's; at most its position table)")
-    index.add_argument("--mode", choices=MODES, default="hybrid", help="default search mode (default: hybrid)")
+    index.add_argument("--mode", choices=MODES,
+                       help="default search mode (default: hybrid; lexical with --lexical-only)")
     index.add_argument("--fusion", choices=FUSIONS, default="rrf",
                        help="hybrid: reciprocal-rank fusion (k=60) or a weighted sum of min-max normalised scores "
                             "(default: rrf)")
@@ -60,7 +63,11 @@ def register(commands) -> None:
 def run_index(args) -> None:
     from serving.export.search_index import SearchSettings, export_search_index
 
-    settings = SearchSettings(top_k=args.top_k, mode=args.mode, fusion=args.fusion, dense_weight=args.dense_weight,
+    if bool(args.model) == args.lexical_only:
+        raise ValueError("Give --model (a sentence-embedding model directory) or --lexical-only (BM25 alone)." if not
+                         args.model else "--lexical-only indexes without a model: leave out --model, or the flag.")
+    mode = args.mode or ("lexical" if args.lexical_only else "hybrid")
+    settings = SearchSettings(top_k=args.top_k, mode=mode, fusion=args.fusion, dense_weight=args.dense_weight,
                               k1=args.k1, b=args.b)
     final = export_search_index(args.model, args.corpus, args.out, args.name, version=args.version, settings=settings,
                                 seq_length=args.seq_length, progress=not args.no_progress)

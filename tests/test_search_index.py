@@ -174,3 +174,22 @@ def test_a_corpus_without_words_is_refused_before_embedding(embedder_dir, tmp_pa
     path.write_text('{"_id": "a", "text": "the a"}\n{"_id": "b", "text": "x y z"}\n')
     with pytest.raises(ValueError, match="No document has a word BM25 can index"):
         export_search_index(embedder_dir, path, tmp_path, "search", progress=False)
+
+
+def test_a_lexical_index_needs_no_model(corpus, tmp_path, capsys):
+    assert main(["index", "--corpus", str(corpus), "--out", str(tmp_path), "--name", "words"]) == 2
+    assert "Give --model (a sentence-embedding model directory) or --lexical-only" in capsys.readouterr().err
+    assert main(["index", "--lexical-only", "--corpus", str(corpus), "--out", str(tmp_path), "--name", "words",
+                 "--top-k", "3"]) == 0
+    loaded = tf.saved_model.load(str(tmp_path / "words" / "1"))
+    indices, scores = BM25Index(list(DOCUMENTS.values())).search(QUERIES, top_k=3)
+    found = ask(loaded, QUERIES, mode="lexical")
+    np.testing.assert_array_equal(found["indices"], indices)
+    np.testing.assert_allclose(found["scores"], scores, atol=1e-6)
+    np.testing.assert_array_equal(loaded.signatures["lexical"](text=tf.constant(QUERIES))["indices"].numpy(), indices)
+    info = loaded.signatures["model_info"](request=tf.constant([""]))
+    assert info["mode"].numpy()[0] == b"lexical" and info["task"].numpy()[0] == b"search"
+    with pytest.raises(tf.errors.InvalidArgumentError, match="mode must be lexical .the index was written without"):
+        ask(loaded, QUERIES, mode="dense")
+    with pytest.raises(ValueError, match="An index without a model searches by words only"):
+        export_search_index(None, corpus, tmp_path, "words", progress=False)

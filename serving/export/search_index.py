@@ -13,7 +13,9 @@ score, 0 to 1). It returns the `top_k` documents, best first: `ids` (string [bat
 corpus file's order) and `texts` (their snippets). Dense search is exact: the inner product with every stored
 vector (the cosine, the vectors being of length 1); lexical search sums the postings of the query's words.
 Signatures `lexical`, `dense` and `hybrid` take `text` alone (batch-major: TF Serving's `--enable_batching` can
-batch them). `model_info` adds `documents`, `top_k`, `mode`, `fusion`, `dense_weight`, `k1` and `b`.
+batch them). `model_info` adds `documents`, `top_k`, `mode`, `fusion`, `dense_weight`, `k1` and `b`. Without a
+model (`bert-tf index --lexical-only`) the index holds BM25 alone: mode lexical, and `model_info` has the task
+"search" and those settings.
 
 Memory in the server: the vectors take documents × size × 4 bytes (1M documents of 384 values: 1.5 GB); BM25
 takes (word, document) pairs × 8 bytes (a document id and a weight, 4 bytes each) + the vocabulary (words × ~16
@@ -86,16 +88,22 @@ def export_search_index(model_dir, corpus, base_path, name: str, version: int | 
                         settings: SearchSettings = SearchSettings(), seq_length: int | None = None,
                         progress: bool = True) -> Path:
     """Writes `base_path/name/<version>/`: the search SavedModel of `model_dir` over `corpus` (`read_corpus`);
-    `seq_length`: the tokens of a document embedded (default: the model's; at most its position table)."""
+    `seq_length`: the tokens of a document embedded (default: the model's; at most its position table).
+    `model_dir` None: a lexical index (BM25 alone, `settings.mode` "lexical")."""
+    if model_dir is None and settings.mode != "lexical":
+        raise ValueError(f"An index without a model searches by words only: mode lexical, not {settings.mode}.")
     final = new_version_path(base_path, name, version)
     ids, texts = read_corpus(corpus)
-    directory = load_model_directory(model_dir)
-    _check_embedding_model(directory.task, model_dir)
-    spec = serving_spec(directory, seq_length=seq_length)
+    spec = None
+    if model_dir is not None:
+        directory = load_model_directory(model_dir)
+        _check_embedding_model(directory.task, model_dir)
+        spec = serving_spec(directory, seq_length=seq_length)
     lexical = BM25Index(texts, k1=settings.k1, b=settings.b)  # seconds, before the minutes of embedding
     if not lexical.vocabulary:
         raise ValueError(NO_WORDS)
-    write_search_index(spec, ids, texts, embedded_corpus(spec, texts, progress), lexical, final, settings)
+    vectors = None if spec is None else embedded_corpus(spec, texts, progress)
+    write_search_index(spec, ids, texts, vectors, lexical, final, settings)
     logger.info("Indexed %d documents of %s with %s in %s.", len(ids), corpus, model_dir, final)
     return final
 
@@ -143,14 +151,16 @@ def _snippet(text: str) -> str:
     return line if len(line) <= SNIPPET_CHARS else line[:SNIPPET_CHARS - 1] + "…"
 
 
-def write_search_index(spec: ServingSpec, ids: list[str], texts: list[str], vectors: np.ndarray, lexical: BM25Index,
-                       final: Path, settings: SearchSettings = SearchSettings()) -> Path:
+def write_search_index(spec: ServingSpec | None, ids: list[str], texts: list[str], vectors: np.ndarray | None,
+                       lexical: BM25Index, final: Path, settings: SearchSettings = SearchSettings()) -> Path:
     """Writes the search SavedModel (module docstring) of a model's `spec` (`serving_spec`), the documents' `ids`,
     `texts`, `vectors` (float32 [documents, size], of length 1) and BM25 statistics as the version folder `final`;
-    `final`."""
-    _check_embedding_model(spec.task_spec, "The model")
-    if not len(ids) == len(texts) == len(vectors) == lexical.documents:
-        raise ValueError(f"{len(ids)} document ids, {len(texts)} texts, {len(vectors)} vectors and "
+    `final`. `spec` and `vectors` None: a lexical index."""
+    if spec is not None:
+        _check_embedding_model(spec.task_spec, "The model")
+    documents = len(ids) if vectors is None else len(vectors)
+    if not len(ids) == len(texts) == documents == lexical.documents:
+        raise ValueError(f"{len(ids)} document ids, {len(texts)} texts, {documents} vectors and "
                          f"{lexical.documents} documents in BM25: one of each per document.")
     if not lexical.vocabulary:
         raise ValueError(NO_WORDS)
@@ -167,36 +177,42 @@ def write_search_index(spec: ServingSpec, ids: list[str], texts: list[str], vect
     return final
 
 
-def _search_module(spec: ServingSpec, ids, snippets, vectors, scorer: LexicalScorer, settings: SearchSettings):
-    """The module to save and its signatures."""
+def _search_module(spec: ServingSpec | None, ids, snippets, vectors, scorer: LexicalScorer, settings: SearchSettings):
+    """The module to save and its signatures; without a model (`spec` None), lexical search only."""
     module = tf.Module(name="bert_tf_search")
-    module.model_variables = [variable.value for variable in spec.model.variables]
-    module.vectors = tf.Variable(vectors, trainable=False, name="document_vectors")
     module.ids = tf.Variable(ids, trainable=False, name="document_ids")
     module.snippets = tf.Variable(snippets, trainable=False, name="document_snippets")
     module.bm25 = scorer
-    text = _text_serving(spec)
+    modes = MODES if spec is not None else MODES[:1]
     k = min(settings.top_k, len(ids))
     depth = min(max(k, FUSION_DEPTH), len(ids))
+    branches = [lambda queries, fusion, dense_weight: tf.math.top_k(module.bm25.scores(queries), k=k)]
+    if spec is not None:
+        module.model_variables = [variable.value for variable in spec.model.variables]
+        module.vectors = tf.Variable(vectors, trainable=False, name="document_vectors")
+        text = _text_serving(spec)
 
-    def dense_scores(queries):
-        return tf.matmul(text.outputs([queries])["embedding"], module.vectors, transpose_b=True)
+        def dense_scores(queries):
+            return tf.matmul(text.outputs([queries])["embedding"], module.vectors, transpose_b=True)
+
+        branches += [lambda queries, fusion, dense_weight: tf.math.top_k(dense_scores(queries), k=k),
+                     lambda queries, fusion, dense_weight: fused_top_k(
+                         dense_scores(queries), module.bm25.scores(queries), k, fusion, dense_weight, depth)]
 
     def ranked(queries, mode, fusion, dense_weight):
         """The outputs for `mode`: a string tensor (chosen in the graph), or a mode's name (that mode alone)."""
-        tf.debugging.Assert(tf.reduce_any(tf.equal(mode, MODES)), ["mode must be lexical, dense or hybrid, got", mode])
+        tf.debugging.Assert(tf.reduce_any(tf.equal(mode, modes)), [
+            "mode must be lexical, dense or hybrid, got" if spec is not None else
+            "mode must be lexical (the index was written without a model), got", mode])
         tf.debugging.Assert(tf.reduce_any(tf.equal(fusion, FUSIONS)), ["fusion must be rrf or weighted, got", fusion])
         tf.debugging.Assert((dense_weight >= 0) & (dense_weight <= 1),
                             ["dense_weight must be between 0 and 1, got", dense_weight])
-        branches = [lambda: tf.math.top_k(module.bm25.scores(queries), k=k),
-                    lambda: tf.math.top_k(dense_scores(queries), k=k),
-                    lambda: fused_top_k(dense_scores(queries), module.bm25.scores(queries), k, fusion, dense_weight,
-                                        depth)]
-        if isinstance(mode, str):
-            scores, indices = branches[MODES.index(mode)]()
+        if isinstance(mode, str) or len(branches) == 1:
+            scores, indices = branches[MODES.index(mode) if isinstance(mode, str) else 0](queries, fusion, dense_weight)
         else:
             scores, indices = tf.switch_case(tf.argmax(tf.cast(tf.equal(mode, MODES), tf.int32), output_type=tf.int32),
-                                             branches)
+                                             [lambda branch=branch: branch(queries, fusion, dense_weight)
+                                              for branch in branches])
         return {"ids": tf.gather(module.ids, indices), "scores": scores, "indices": indices,
                 "texts": tf.gather(module.snippets, indices)}
 
@@ -213,10 +229,22 @@ def _search_module(spec: ServingSpec, ids, snippets, vectors, scorer: LexicalSco
         return tf.function(lambda text: ranked(text, mode, settings.fusion, settings.dense_weight),
                            input_signature=[queries_spec])
 
-    info = model_info_function(spec, extra=lambda: {
-        "documents": tf.constant(len(ids), tf.int32), "top_k": tf.constant(k, tf.int32),
-        "mode": tf.constant(settings.mode), "fusion": tf.constant(settings.fusion),
-        "dense_weight": tf.constant(settings.dense_weight, tf.float32),
-        "k1": tf.constant(settings.k1, tf.float32), "b": tf.constant(settings.b, tf.float32)})
-    return module, {"serving_default": search, **{mode: fixed_mode(mode) for mode in MODES},
+    settings_info = {"documents": (len(ids), tf.int32), "top_k": (k, tf.int32), "mode": (settings.mode, tf.string),
+                     "fusion": (settings.fusion, tf.string), "dense_weight": (settings.dense_weight, tf.float32),
+                     "k1": (settings.k1, tf.float32), "b": (settings.b, tf.float32)}
+    extra = lambda: {name: tf.constant(value, dtype) for name, (value, dtype) in settings_info.items()}  # noqa: E731
+    info = model_info_function(spec, extra) if spec is not None else _lexical_info(extra)
+    return module, {"serving_default": search, **{mode: fixed_mode(mode) for mode in modes},
                     "model_info": info.get_concrete_function()}
+
+
+def _lexical_info(extra):
+    """A lexical index's `model_info`: `task` "search" and the settings, a row per request (`model_info_function`'s
+    form)."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="request")])
+    def model_info(request):
+        values = {"task": tf.constant("search"), **extra()}
+        return {name: tf.fill(tf.shape(request)[:1], value) for name, value in values.items()}
+
+    return model_info
