@@ -21,7 +21,8 @@ every side), interleaved rounds (`benchmarks.harness`). Every contender's vector
 float32 ones (largest difference; for bf16 and int8 the smallest cosine). Served: `benchmarks.serving_load` with
 `bert-tf serve`'s request batching, 64 single-text gRPC clients, against the in-process batch-32 call (target
 ≥ 0.8×). Search: `serving.export.search_index.write_search_index` with 10k, 100k and 1M random unit vectors of
-768 values, queries (raw text → top 10) one at a time and 32 at a time, and the inner products and top-k alone.
+768 values (BM25 over the ids as texts), dense queries (raw text → top 10) one at a time and 32 at a time, and
+the inner products and top-k alone.
 """
 
 from __future__ import annotations
@@ -199,7 +200,9 @@ def served(version: Path, texts_file: Path, scratch: Path, settings: Settings) -
 def search(model_dir: Path, texts: list[str], scratch: Path, settings: Settings) -> list[list[str]]:
     """Queries/s and latency of the search SavedModel over 10k, 100k and 1M random unit vectors, and of its inner
     products and top-k alone."""
-    from serving.export.search_index import write_search_index
+    from bert_tf.retrieval.bm25 import BM25Index
+    from serving.export.search_index import SearchSettings, write_search_index
+    from serving.export.signatures import serving_spec
 
     directory = bert_tf.load_model_directory(model_dir)
     size = directory.encoder.config.hidden_size
@@ -207,11 +210,12 @@ def search(model_dir: Path, texts: list[str], scratch: Path, settings: Settings)
     for documents in SEARCH_SIZES[:1] if settings.quick else SEARCH_SIZES:
         vectors = np.random.default_rng(0).standard_normal([documents, size], dtype=np.float32)
         vectors /= np.linalg.norm(vectors, axis=-1, keepdims=True)
-        version = write_search_index(directory, [str(i) for i in range(documents)], vectors,
-                                     scratch / "search" / str(documents) / "1", TOP_K)
+        ids = [str(i) for i in range(documents)]
+        version = write_search_index(serving_spec(directory), ids, ids, vectors, BM25Index(ids),
+                                     scratch / "search" / str(documents) / "1", SearchSettings(top_k=TOP_K))
         del vectors
         loaded = tf.saved_model.load(str(version))
-        query = loaded.signatures["serving_default"]
+        query = loaded.signatures["dense"]
         stored = loaded.vectors
 
         @tf.function

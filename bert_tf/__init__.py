@@ -40,7 +40,9 @@ from bert_tf.precision import with_precision  # noqa: E402
 from bert_tf.preprocessor import BertPreprocessor  # noqa: E402
 from bert_tf.pretrainer import BertPretrainer  # noqa: E402
 from bert_tf.tasks.classification.model import BertClassifier  # noqa: E402
+from bert_tf.tasks.embedding.metrics import format_retrieval, retrieval_scores  # noqa: E402
 from bert_tf.tasks.embedding.model import BertEmbedder  # noqa: E402
+from bert_tf.tasks.embedding.retrieval_data import read_retrieval_set  # noqa: E402
 from bert_tf.tasks.ner.model import BertTokenClassifier  # noqa: E402
 from bert_tf.tasks.ner.word_alignment import IGNORE_LABEL, align_word_labels, first_piece_positions, word_predictions  # noqa: E402
 from bert_tf.tasks.spec import TaskSpec  # noqa: E402
@@ -71,13 +73,16 @@ __all__ = [
     "check_casing",
     "create_optimizer",
     "first_piece_positions",
+    "format_retrieval",
     "from_pretrained",
     "inference_function",
     "learn_vocabulary",
     "load_model_directory",
     "metrics",
     "read_checkpoint",
+    "read_retrieval_set",
     "read_hf_task_model",
+    "retrieval_scores",
     "save_pretrained",
     "with_precision",
     "word_predictions",

@@ -4,7 +4,8 @@ The model is a model directory, an export (`bert-tf export`'s version folder, or
 highest version), served here on 127.0.0.1 for the run, or a model a server serves (`--server`). A served
 model is asked as `predict --server` asks it (`serving.client.server_prediction.ServerPredictor`), and its
 answers are scored by the task's own scoring (`FinetuneTask.prediction_scores`): the scores a model
-directory gets from its own predictions.
+directory gets from its own predictions. A BEIR folder is scored here, for a sentence-embedding model directory or a
+search index (`bert-tf index`, in any mode): `pipelines.beir_evaluation`.
 """
 
 import contextlib
@@ -30,7 +31,15 @@ def register(commands) -> None:
     parser.add_argument("--server", metavar="HOST:PORT",
                         help="ask this TF Serving (or `bert-tf serve`) gRPC server, for a model exported by `bert-tf "
                              "export` (with text signatures)")
-    parser.add_argument("--data", required=True, help="labelled data file")
+    parser.add_argument("--data", required=True,
+                        help="labelled data file, or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv) for "
+                             "a sentence-embedding model or a search index (bert-tf index)")
+    parser.add_argument("--split", help="a BEIR folder's judgments, qrels/SPLIT.tsv (default: test, else the only one)")
+    parser.add_argument("--mode", choices=("lexical", "dense", "hybrid"),
+                        help="a search index's mode (default: the index's)")
+    parser.add_argument("--fusion", choices=("rrf", "weighted"),
+                        help="a search index's hybrid fusion (default: its own)")
+    parser.add_argument("--dense-weight", type=float, help="a search index's weighted fusion weight (default: its own)")
     parser.add_argument("--text-column", help="classification: the file's text column (default: the model's)")
     parser.add_argument("--text-pair-column", help="classification: the file's second text column")
     parser.add_argument("--label-column", help="classification: the file's label column")
@@ -50,6 +59,14 @@ def run(args) -> None:
     if args.batch_size < 1:
         raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}.")
     model = Path(args.model)
+    index_options = [flag for flag, value in (("--mode", args.mode), ("--fusion", args.fusion),
+                                              ("--dense-weight", args.dense_weight)) if value is not None]
+    if Path(args.data).is_dir():
+        format_scores, scores = evaluate_beir_folder(args, model, index_options)
+        print(json.dumps(scores, indent=2) if args.json else format_scores(scores))
+        return
+    if args.split or index_options:
+        raise ValueError(f"{(['--split'] if args.split else index_options)[0]} is for a BEIR folder (--data FOLDER).")
     if args.server:
         task, scores = evaluate_served(args.server, args.model, args.data, columns, args.batch_size)
     elif not is_bert_tf_directory(model) and exported_version(model) is not None:
@@ -59,6 +76,24 @@ def run(args) -> None:
     else:
         task, scores = evaluate(args.model, args.data, batch_size=args.batch_size, columns=columns)
     print(json.dumps(scores, indent=2) if args.json else task.format_scores(scores))
+
+
+def evaluate_beir_folder(args, model: Path, index_options: list[str]):
+    """(a function formatting the scores, scores) of a sentence-embedding model directory or a search index on the
+    BEIR folder --data."""
+    from bert_tf import format_retrieval
+    from pipelines.beir_evaluation import beir_split, evaluate_index_on_beir, evaluate_model_on_beir, is_search_index
+
+    if args.server:
+        raise ValueError("A BEIR folder is scored here, on a model directory or a search index: leave out --server.")
+    split = beir_split(args.data, args.split)
+    if is_search_index(model):
+        return format_retrieval, evaluate_index_on_beir(model, args.data, split, args.mode, args.fusion,
+                                                        args.dense_weight, args.batch_size)
+    if index_options:
+        raise ValueError(f"{index_options[0]} is for a search index (bert-tf index); {model} is not one.")
+    task, scores = evaluate_model_on_beir(model, args.data, split, args.batch_size)
+    return task.format_scores, scores
 
 
 def evaluate_served(target: str, model_name: str, data_file: str, columns: tuple, batch_size: int):

@@ -133,8 +133,10 @@ def new_version_path(base_path: str | Path, name: str, version: int | None) -> P
 
 def write_version(final: Path, write) -> None:
     """Writes the version folder `final` with `write(folder)`, into a hidden folder beside it renamed at the end (a
-    polling server never sees half a version)."""
+    polling server never sees half a version). Hidden folders that writers killed mid-way left behind (their
+    process gone: SIGKILL, a crash) are removed first."""
     final.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_staging(final.parent)
     staging = final.parent / f".export-{final.name}-{os.getpid()}"
     try:
         write(staging)
@@ -142,6 +144,28 @@ def write_version(final: Path, write) -> None:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def remove_stale_staging(model_path: Path) -> list[Path]:
+    """Removes `model_path`'s `.export-<version>-<pid>` folders whose process is no longer running; returns them."""
+    removed = []
+    for folder in model_path.glob(".export-*-*"):
+        pid = folder.name.rsplit("-", 1)[1]
+        if folder.is_dir() and pid.isdigit() and not _running(int(pid)):
+            logger.warning("Removing %s, left by an export that was stopped (process %s is gone).", folder, pid)
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _int8_takes_text(spec: ServingSpec, ids_only: bool = False) -> bool:

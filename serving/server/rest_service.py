@@ -469,7 +469,12 @@ class _Handler(BaseHTTPRequestHandler):
         servable = models.servable(name, version, label)
         if match["verb"] == "predict":
             signature = servable.signature_def(signature_name)
-            dtypes = {key: tf.dtypes.as_dtype(info.dtype) for key, info in signature.inputs.items()}
+            instances = request.get("instances")
+            sent = request.get("inputs", instances[0] if isinstance(instances, list) and instances else None)
+            # Inputs with a default (SignatureDef `defaults`) that the request leaves out are filled by `predict`.
+            left_out = set(signature.defaults) - (set(sent) if isinstance(sent, dict) else set())
+            dtypes = {key: tf.dtypes.as_dtype(info.dtype) for key, info in signature.inputs.items()
+                      if key not in left_out}
             with _bad_request():
                 inputs, row_format = rest_json.decode_predict_request(request, dtypes)
             outputs = servable.predict(signature_name, inputs)

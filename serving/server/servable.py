@@ -172,6 +172,8 @@ class Servable(abc.ABC):
         """Runs a signature on numpy inputs; returns its outputs (only `output_filter`'s, if given). `deadline`
         (`time.monotonic()`) bounds the wait for a batch."""
         name = signature_name or DEFAULT_SIGNATURE
+        defaults = self.signature_def(name).defaults  # what TF Serving feeds for an input left out of a request
+        inputs = {**{key: tf.make_ndarray(proto) for key, proto in defaults.items() if key not in inputs}, **inputs}
         signature = self.check_inputs(name, {key: (_tf_dtype(value), value.shape) for key, value in inputs.items()})
         wanted = list(dict.fromkeys(output_filter)) or list(signature.outputs)
         unknown = [key for key in wanted if key not in signature.outputs]
@@ -193,12 +195,13 @@ class Servable(abc.ABC):
     ) -> meta_graph_pb2.SignatureDef:
         """Checks {input: (dtype, shape)} against signature `signature_name`; returns the SignatureDef.
 
-        Raises INVALID_ARGUMENT for missing or extra inputs, a wrong dtype, rank or fixed
+        An input the signature has a default for (SignatureDef `defaults`, TF Serving's optional inputs) may be
+        left out. Raises INVALID_ARGUMENT for missing or extra inputs, a wrong dtype, rank or fixed
         dimension, a negative dimension, or a batch (first dimension) over `max_batch_size`.
         Example: `servable.check_inputs("serve_ids", {"ids": (tf.int32, [2, 128])})`.
         """
         signature = self.signature_def(signature_name)
-        sent, expected = set(inputs), set(signature.inputs)
+        sent, expected = set(inputs) | set(signature.defaults), set(signature.inputs)
         if sent != expected:
             raise ServingError.invalid_argument(
                 f"Signature {signature_name or DEFAULT_SIGNATURE}: {input_names_message(sent, expected)}; it takes "
