@@ -45,7 +45,8 @@ def register(commands) -> None:
     parser.add_argument("--train", required=True, help="training file")
     parser.add_argument("--dev", help="dev file, scored after every epoch")
     parser.add_argument("--init", required=True,
-                        help=f"checkpoint, preset name ({preset_names()}) or bert_config.json")
+                        help=f"checkpoint, installed model (all-minilm-l6-v2), preset name ({preset_names()}) or "
+                             "bert_config.json")
     parser.add_argument("--vocab", help="vocab.txt (required for a random start; default: the checkpoint's)")
     parser.add_argument("--out", required=True, help="output model directory")
     parser.add_argument("--overwrite", action="store_true", help="replace a non-empty output directory")
