@@ -26,7 +26,7 @@ _OPTIONAL_FIELDS = {**HARDWARE_FIELDS,
     "max_query_length": "max_query_length", "max_answer_length": "max_answer_length", "n_best_size": "n_best_size",
     "null_score_threshold": "null_score_threshold",
     "pooling": "pooling", "loss": "embedding_loss", "scale": "similarity_scale",
-    "matryoshka_dims": "matryoshka_dims", "score_range": "score_range",
+    "matryoshka_dims": "matryoshka_dims", "score_range": "score_range", "mini_batch_size": "mini_batch_size",
 }
 # The FinetuneConfig fields of the flags that are always passed, as its errors name them.
 _FIELD_FLAGS = {"train_file": "--train", "output_dir": "--out", "init": "--init", "multi_label": "--multi-label",
@@ -76,7 +76,7 @@ def register(commands) -> None:
     embed = parser.add_argument_group(
         "sentence embeddings (--task embed)",
         "--train: scored pairs (STS-B's files, or sentence1/sentence2/score columns), pairs or triples "
-        "(anchor/positive[/negative]) or sentences (a .txt file, a line each: unsupervised SimCSE); --dev: scored "
+        "(anchor/positive[/negative or negative_1, negative_2, ...]: `bert-tf mine` writes them) or sentences (a .txt file, a line each: unsupervised SimCSE); --dev: scored "
         "pairs (Spearman), pairs, or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv: nDCG@10)")
     embed.add_argument("--pooling", choices=("mean", "cls", "max"), help="of the token vectors (default: mean)")
     embed.add_argument("--no-normalize", action="store_true", help="keep the vectors' lengths (default: length 1)")
@@ -88,6 +88,9 @@ def register(commands) -> None:
                        help="nested sizes the vectors also train at, e.g. 256,128,64")
     embed.add_argument("--score-range", type=float, nargs=2, metavar=("LOW", "HIGH"),
                        help="the scores of scored pairs (default: 0 5, STS-B's)")
+    embed.add_argument("--mini-batch-size", type=int, metavar="N",
+                       help="cached in-batch negatives (GradCache): embed each batch N examples at a time, so that a "
+                            "large --batch-size fits in memory with the same loss and gradients")
     parser.set_defaults(run=run)
 
 

@@ -235,6 +235,8 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
         announce(f"{doing} on {len(training.examples):,} examples: {config.epochs} epoch(s) of "
                  f"{steps // config.epochs:,} batches of up to {config.batch_size}{replicas}", progress, logger)
         model = task.build_model(encoder, config.dropout)
+        if config.mini_batch_size:  # sentence embeddings only (FinetuneConfig): cached in-batch negatives
+            model.mini_batch_size = config.mini_batch_size
         with global_policy(config.mixed_precision):
             if config.mixed_precision:
                 model = with_precision(model, config.mixed_precision)

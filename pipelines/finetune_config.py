@@ -114,6 +114,9 @@ class FinetuneConfig:
     symmetric: bool = False  # in-batch negatives both ways: each positive also finds its anchor
     matryoshka_dims: tuple[int, ...] = ()  # nested sizes the vectors also train at (their first d values)
     score_range: tuple[float, float] = TaskSpec.score_range  # the scores of a scored-pair file (STS-B: 0 to 5)
+    # Cached in-batch negatives (bert_tf.tasks.embedding.cached_step): each batch embedded this many examples at a
+    # time, the loss and gradients of the whole batch; None: the batch at once.
+    mini_batch_size: int | None = None
 
     def __post_init__(self):
         if self.task not in TASKS:
@@ -126,7 +129,7 @@ class FinetuneConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"FinetuneConfig: {name} must be a positive integer, got {value!r}.")
-        for name in ("seq_length", "max_train_examples", "early_stopping_patience", "student_layers"):
+        for name in ("seq_length", "max_train_examples", "early_stopping_patience", "student_layers", "mini_batch_size"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"FinetuneConfig: {name} must be a positive integer or None, got {value!r}.")
@@ -146,6 +149,9 @@ class FinetuneConfig:
             raise ValueError(f"FinetuneConfig: weight_decay must be >= 0, got {self.weight_decay!r}.")
         if self.focal_gamma < 0:
             raise ValueError(f"FinetuneConfig: focal_gamma must be >= 0, got {self.focal_gamma!r}.")
+        if self.mini_batch_size is not None and (self.jit_compile or self.teacher is not None):
+            raise ValueError("FinetuneConfig: mini_batch_size (cached in-batch negatives) trains without XLA "
+                             "(jit_compile) and without a teacher.")
         if self.early_stopping_patience is not None and self.dev_file is None:
             raise ValueError("FinetuneConfig: early stopping needs a dev_file to score.")
         self.label_names = tuple(self.label_names)

@@ -72,7 +72,7 @@ class EmbeddingTask(FinetuneTask):
     primary_metric = "score"
     distils_layers = False  # its batches are groups of texts [batch, texts, seq], not the encoder's inputs
     config_fields = ("pooling", "normalize", "embedding_loss", "similarity_scale", "symmetric", "matryoshka_dims",
-                     "score_range")
+                     "score_range", "mini_batch_size")
     folder_format = SENTENCE_TRANSFORMERS_FOLDER
 
     # ----- exports, loading, reports ---------------------------------------------------------
