@@ -59,14 +59,18 @@ class DenseIndex:
         return np.sum(_unit(self.embed(list(queries))) * self.vectors[np.asarray(indices)], axis=-1)
 
 
-def model_embedder(model, batch_size: int = 64, progress: bool = False) -> Callable[[list[str]], np.ndarray]:
+def model_embedder(model, batch_size: int = 64, progress: bool = False,
+                   seq_length: int | None = None) -> Callable[[list[str]], np.ndarray]:
     """texts → the vectors [n, size] of a sentence-embedding model: a model directory, a sentence-transformers folder
-    or an installed model's name (`bert_tf.load_model_directory`)."""
+    or an installed model's name (`bert_tf.load_model_directory`); each text cut to `seq_length` tokens (default: the
+    model's)."""
     from bert_tf.model_directory import load_model_directory
-    from bert_tf.tasks.registry import task_from_directory
+    from bert_tf.tasks.registry import task_from_spec
 
     directory = load_model_directory(model)
-    task = task_from_directory(directory)
+    spec = directory.task if seq_length is None else directory.task.replace(seq_length=seq_length)
+    spec.check_fits(directory.encoder.config)
+    task = task_from_spec(spec, directory.tokenizer())
     if task.name != "embed":
         raise ValueError(f"{model} is a {task.name} model; dense retrieval needs a sentence-embedding (embed) model.")
 
