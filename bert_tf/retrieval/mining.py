@@ -199,22 +199,7 @@ class PairsToMine:
 
 
 def pairs_to_mine(path, split: str = "train") -> PairsToMine:
-    """The pairs of a BEIR folder's `split` (queries.jsonl, its qrels' relevant documents, the whole corpus.jsonl
-    searched), or of a file of (anchor/query, positive) pairs (`bert-tf finetune --task embed`'s; the positives are
-    the documents searched, a query's repeats its positives)."""
-    from bert_tf.tasks.embedding.data import read_embedding_file
-    from bert_tf.tasks.embedding.retrieval_data import read_retrieval_set
+    """The pairs of a BEIR folder's `split` or of a pairs file (`EmbeddingTask.pairs_to_mine`)."""
+    from bert_tf.tasks.registry import task_named
 
-    if Path(path).is_dir():
-        retrieval_set = read_retrieval_set(path, split)
-        return PairsToMine(retrieval_set.queries, retrieval_set.documents,
-                           [sorted(relevant) for relevant in retrieval_set.relevant])
-    examples = read_embedding_file(path)
-    if examples.kind != "pairs":
-        raise ValueError(f"{path}: {examples.kind} examples; mining reads (anchor, positive) pairs or a BEIR folder.")
-    documents = list(dict.fromkeys(texts[1] for texts in examples.texts))
-    index = {text: number for number, text in enumerate(documents)}
-    positives: dict[str, list[int]] = {}
-    for texts in examples.texts:
-        positives.setdefault(texts[0], []).append(index[texts[1]])
-    return PairsToMine(list(positives), documents, list(positives.values()))
+    return PairsToMine(*task_named("embed").pairs_to_mine(path, split))
