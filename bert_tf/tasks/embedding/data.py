@@ -89,12 +89,12 @@ def _column_rows(path: Path):
     for columns, score in KNOWN_COLUMNS:
         if all(column in available for column in columns) and (score is None or score in available):
             break
-    if columns[-1] == "positive":  # and hard negatives negative_1, negative_2, ..., if the file has them
-        columns += tuple(itertools.takewhile(lambda name: name in available,
-                                             (f"negative_{number}" for number in itertools.count(1))))
     else:
         raise ValueError(f"{path}: no known text columns among {list(available)}; use sentence1/sentence2/score "
                          "(scored pairs), anchor/positive[/negative] (pairs), or text (sentences).")
+    if columns[-1] == "positive":  # and hard negatives negative_1, negative_2, ..., if the file has them
+        columns += tuple(itertools.takewhile(lambda name: name in available,
+                                             (f"negative_{number}" for number in itertools.count(1))))
     if score is None and "label" in available:
         raise ValueError(f"{path} has a label column, as classification files have: sentence embeddings read scored "
                          "pairs (sentence1/sentence2/score), pairs (anchor/positive[/negative]) or sentences (text, or "
