@@ -136,7 +136,7 @@ def reciprocal_rank_fusion(matrices: list[np.ndarray], k: int = RRF_K) -> np.nda
     """Σ over the rankings of 1 / (k + rank), rank 1 the best, per query and document.
 
     >>> reciprocal_rank_fusion([np.array([[0.9, 0.1, 0.5]]), np.array([[1.0, 3.0, 2.0]])], k=1).round(3).tolist()
-    [[0.75, 1.0, 0.667]]
+    [[0.75, 0.75, 0.667]]
     """
     fused = np.zeros(matrices[0].shape, np.float64)
     for matrix in matrices:
@@ -205,7 +205,10 @@ def run_trained(start: str, init: str, contender: str, seed: int, mined: dict, f
         extra = {"epoch_losses": training["history"]["loss"], "train_seconds": training["train_seconds"],
                  "train_steps": training["train_steps"]}
     else:
-        extra = run_reference({"action": "train", "checkpoint": init, "train": str(mined[contender][0]),
+        from bert_tf.checkpoints.installed import installed_model_folder
+
+        checkpoint = str(installed_model_folder(init) or init)  # the preset's folder, which sentence-transformers reads
+        extra = run_reference({"action": "train", "checkpoint": checkpoint, "train": str(mined[contender][0]),
                                "folder": str(folder), "seed": seed, "epochs": 1, "batch_size": BATCH,
                                "mini_batch_size": MINI_BATCH, "learning_rate": LEARNING_RATES[start],
                                "warmup_proportion": 0.1, "weight_decay": 0.01, "seq_length": TRAIN_LENGTH,
