@@ -97,3 +97,16 @@ def test_fit_with_a_mini_batch_size_trains_as_the_plain_batch():
     for mine, theirs in zip(cached.get_weights(), plain.get_weights()):
         np.testing.assert_allclose(mine, theirs, rtol=0, atol=2e-6 * max(1.0, np.abs(theirs).max()))
     assert not np.allclose(plain.get_weights()[0], tiny_embedder(dropout=0.0).get_weights()[0])  # it did train
+
+
+def test_the_mini_batch_size_is_a_sentence_embedding_setting_without_xla_or_teacher():
+    from pipelines.finetune_config import FinetuneConfig
+
+    paths = dict(train_file="t.jsonl", output_dir="o", init="tiny")
+    assert FinetuneConfig(task="embed", mini_batch_size=4, **paths).mini_batch_size == 4
+    with pytest.raises(ValueError, match=r"\['mini_batch_size'\] apply to task 'embed' only"):
+        FinetuneConfig(task="classify", mini_batch_size=4, **paths)
+    with pytest.raises(ValueError, match="trains without XLA"):
+        FinetuneConfig(task="embed", mini_batch_size=4, jit_compile=True, **paths)
+    with pytest.raises(ValueError, match="mini_batch_size must be a positive integer or None, got 0"):
+        FinetuneConfig(task="embed", mini_batch_size=0, **paths)
