@@ -350,7 +350,7 @@ sentence-transformers' `mine_hard_negatives`: {split['train_pairs']['sentence_tr
 negatives in {split['same_negatives']} of them). Recipe: 1 epoch, batch {BATCH} in chunks of {MINI_BATCH} (cached
 in-batch negatives), texts cut at {TRAIN_LENGTH} tokens in training and {SCORING_LENGTH} in scoring, AdamW with 10%
 warm-up then linear decay, rate {LEARNING_RATES['minilm']:g} from all-MiniLM-L6-v2 and {LEARNING_RATES['bert_mini']:g}
-from BERT-Mini, scale 20; seeds {', '.join(map(str, SEEDS))}. Hybrid: reciprocal-rank fusion with BM25 (k {RRF_K}).
+from BERT-Mini, scale 20; seeds {', '.join(sorted({key.rsplit('/', 1)[1] for key in results['runs']}))}. Hybrid: reciprocal-rank fusion with BM25 (k {RRF_K}).
 Scores × 100.
 
 {markdown_table(["model", "nDCG@10", "MRR@10", "Recall@1", "Recall@10", "Recall@100"], rows)}
