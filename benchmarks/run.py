@@ -21,6 +21,8 @@ Benchmarks (each a module of this package with `run(settings) -> BenchmarkResult
   vocab       learning a WordPiece vocabulary from two books: bert-tf vs KerasHub and tensorflow-text
   embedding_quality  sentence embeddings from the trained BERT-Mini, bert-tf against sentence-transformers (~1.5 hours)
   embedding_speed    text → vector, BERT-base: bert-tf against sentence-transformers and ONNX Runtime; served; search
+  search_quality     SciFact dev claims: BM25, all-MiniLM-L6-v2 installed and fine-tuned on mined hard negatives (bert-tf
+                     against sentence-transformers), BERT-Mini, hybrids with BM25 (hours)
   replicas    fine-tuning on 2 replicas (2 logical CPUs) against one device: steps/s, the same loss and weights
   one_text_race  the real-sentence race on this CPU: each precision's exports against its fastest peer, 1 and 32 per call
 
@@ -63,6 +65,7 @@ BENCHMARKS = {
     "vocab": "vocab_learning",
     "embedding_quality": "embedding_quality",
     "embedding_speed": "embedding_speed",
+    "search_quality": "search_quality",
     "replicas": "replicas",
     "one_text_race": "one_text_race",
 }

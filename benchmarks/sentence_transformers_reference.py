@@ -46,6 +46,9 @@ def build_loss(model, recipe: dict, kind: str):
 
     if kind == "scored":
         return losses.CoSENTLoss(model, scale=recipe["scale"])
+    if recipe.get("mini_batch_size"):  # cached in-batch negatives (benchmarks.search_quality)
+        return losses.CachedMultipleNegativesRankingLoss(model, scale=recipe["scale"],
+                                                         mini_batch_size=recipe["mini_batch_size"])
     return losses.MultipleNegativesRankingLoss(model, scale=recipe["scale"])
 
 
@@ -102,13 +105,13 @@ def sts_scores(model, sts_file: str, dims) -> dict:
     return scores
 
 
-def retrieval_scores(model, folder: str) -> dict:
-    """nDCG@10, MRR@10 and Recall@1/10/100 × 100 of the queries against the corpus (a BEIR folder)."""
+def retrieval_scores(model, folder: str, split: str = "test") -> dict:
+    """nDCG@10, MRR@10 and Recall@1/10/100 × 100 of the queries against the corpus (a BEIR folder's `split`)."""
     from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
 
     from bert_tf.tasks.embedding.retrieval_data import read_retrieval_set
 
-    retrieval = read_retrieval_set(folder)
+    retrieval = read_retrieval_set(folder, split)
     queries = {str(i): text for i, text in enumerate(retrieval.queries)}
     corpus = {str(i): text for i, text in enumerate(retrieval.documents)}
     relevant = {str(i): {str(document) for document in judged} for i, judged in enumerate(retrieval.relevant)}

@@ -30,9 +30,10 @@ import tempfile
 from pathlib import Path
 
 from bert_tf.checkpoints.contents import CheckpointContents
+from bert_tf.checkpoints.installed import close_installed_names, installed_model_folder
 from bert_tf.checkpoints.pretrained import check_vocabulary_fits, register_format
 from bert_tf.file_modes import readable_as_umask_allows
-from bert_tf.tasks.registry import task_of_model
+from bert_tf.tasks.registry import task_of_folder, task_of_model
 from bert_tf.tasks.spec import TaskSpec
 from bert_tf.tasks.text_serving import text_packer
 from bert_tf.tokenizer import BertTokenizer
@@ -69,7 +70,7 @@ def resolve_model_directory(path: str | Path) -> Path:
             f"{path} holds bert-tf pre-training checkpoints (ckpt-N) but no finished model: pre-training writes "
             f"{run}/model at its end. Run `bert-tf pretrain --out {run} ...` again to resume and finish it.")
     if not path.exists():
-        raise FileNotFoundError(f"Model directory not found: {path}")
+        raise FileNotFoundError(f"Model directory not found: {path}{close_installed_names(path)}")
     version = exported_version(path)
     if version is not None:
         raise FileNotFoundError(
@@ -120,16 +121,39 @@ class ModelDirectory:
         return BertTokenizer(self.require_vocab_file(), self.lower_case)
 
 
+def folder_model_source(path: str | Path) -> Path | None:
+    """The folder of another tool's task model that `path` is (a sentence-transformers folder) or names (a model
+    installed from the package index, `bert_tf.checkpoints.installed`), else None."""
+    source = Path(path) if Path(path).exists() else installed_model_folder(path)
+    return source if source is not None and task_of_folder(source) is not None else None
+
+
+def _load_folder_model(source: Path) -> ModelDirectory:
+    """The task model of another tool's folder (`folder_model_source`), as a model directory holds it."""
+    folder_task = task_of_folder(source)
+    model, seq_length = folder_task.folder_format.read(source)
+    limit = model.encoder.config.max_position_embeddings
+    task = folder_task.spec_for_model(model, TaskSpec(task=folder_task.name, seq_length=min(seq_length or limit, limit)))
+    vocab_file, lower_case = model.encoder.vocab_file, model.encoder.lower_case
+    if vocab_file is not None:
+        model.set_preprocessor(text_packer(BertTokenizer(vocab_file, lower_case), task, padding=model.text_padding))
+    return ModelDirectory(source, model, vocab_file, lower_case, task, {})
+
+
 def load_model_directory(path: str | Path) -> ModelDirectory:
     """Loads a model directory (or a pre-training run folder: its `model/`), Keras safe mode: no code runs.
 
     Directories of the first format (before `format_version` 2: `task` a name, `settings` beside
-    it) load too; their settings are read into the same `TaskSpec`.
+    it) load too; their settings are read into the same `TaskSpec`. So do other tools' folders of a task
+    model (a sentence-transformers model) and installed models by name (`folder_model_source`).
     """
     import keras
 
     from bert_tf.layers.initializer import weights_loaded_next
 
+    source = folder_model_source(path)
+    if source is not None:
+        return _load_folder_model(source)
     directory = resolve_model_directory(path)
     try:
         with weights_loaded_next():

@@ -20,7 +20,7 @@ import sys
 from bert_tf_cli.quiet import quiet_tensorflow, show_tensorflow_logs
 
 # Subcommand modules of this package, in the order `--help` lists them.
-COMMAND_MODULES = ("quickstart", "prepare_corpus", "vocab", "pretrain", "convert", "serve", "export", "embed", "fill_mask", "attention", "finetune", "distill", "evaluate", "predict", "search")
+COMMAND_MODULES = ("quickstart", "prepare_corpus", "vocab", "pretrain", "convert", "serve", "export", "embed", "fill_mask", "attention", "finetune", "distill", "mine", "evaluate", "predict", "search")
 
 
 def build_parser(argv: list[str] = ()) -> argparse.ArgumentParser:

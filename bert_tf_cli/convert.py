@@ -85,16 +85,12 @@ def _fine_tuned_model(source: Path):
     directory (with the TaskSpec bert-tf recorded there, if it wrote it)."""
     from bert_tf.checkpoints.huggingface import is_hf_directory
     from bert_tf.hf_task_models import hf_task_spec, read_hf_task_model
-    from bert_tf.model_directory import is_bert_tf_directory, load_model_directory, read_task
-    from bert_tf.tasks.registry import finetuned_tasks, task_of_folder
-    from bert_tf.tasks.spec import TaskSpec
+    from bert_tf.model_directory import folder_model_source, is_bert_tf_directory, load_model_directory, read_task
+    from bert_tf.tasks.registry import finetuned_tasks
 
-    folder_task = task_of_folder(source)
-    if folder_task is not None:  # another tool's folder of a task model (a sentence-transformers model)
-        model, seq_length = folder_task.folder_format.read(source)
-        spec = folder_task.spec_for_model(model, TaskSpec(task=folder_task.name, seq_length=min(
-            seq_length or model.encoder.config.max_position_embeddings, model.encoder.config.max_position_embeddings)))
-        return model, model.encoder.vocab_file, model.encoder.lower_case, spec
+    if folder_model_source(source) is not None:  # another tool's folder of a task model (a sentence-transformers model)
+        loaded = load_model_directory(source)
+        return loaded.model, loaded.vocab_file, loaded.lower_case, loaded.task
     if is_hf_directory(source):
         model = read_hf_task_model(source)
         return None if model is None else (model, model.encoder.vocab_file, model.encoder.lower_case,

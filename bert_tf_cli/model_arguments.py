@@ -4,7 +4,8 @@
 def add_model_arguments(parser) -> None:
     parser.add_argument("--model", required=True,
                         help="a bert-tf model directory (or `bert-tf pretrain` output folder), a Google checkpoint, "
-                             "a Hugging Face BERT directory, a KerasHub preset directory, or an exported encoder or "
+                             "a Hugging Face BERT directory, a KerasHub preset directory, a sentence-transformers folder, an "
+                             "installed model (all-minilm-l6-v2), or an exported encoder or "
                              "sentence-embedding SavedModel (embed only)")
     parser.add_argument("--vocab", help="vocab.txt, when the model directory has none (or to replace it)")
     parser.add_argument("--max-length", type=int,

@@ -23,6 +23,7 @@ from typing import Callable
 from bert_tf.checkpoints.contents import CheckpointContents, assign_weights
 from bert_tf.checkpoints.google import is_google_checkpoint, read_google_checkpoint
 from bert_tf.checkpoints.huggingface import is_hf_directory, read_hf_directory
+from bert_tf.checkpoints.installed import close_installed_names, installed_model_folder
 from bert_tf.checkpoints.keras_hub import is_keras_hub_preset, read_keras_hub_backbone, read_keras_hub_preset
 from bert_tf.config import BertConfig
 
@@ -48,11 +49,15 @@ def read_checkpoint(path_or_preset) -> CheckpointContents:
 
     Accepts: a Google checkpoint directory (or prefix), a Hugging Face BERT directory,
     a KerasHub preset directory or a live `keras_hub.models.BertBackbone`, a directory
-    written by `save_pretrained`, or a preset name found under `presets_home()`.
+    written by `save_pretrained`, a preset name found under `presets_home()`, or the name of a model installed
+    from the package index (`bert_tf.checkpoints.installed`: its encoder).
     """
     if hasattr(path_or_preset, "get_config") and hasattr(path_or_preset, "weights"):
         return read_keras_hub_backbone(path_or_preset)
     path = Path(path_or_preset)
+    installed = None if path.exists() else installed_model_folder(path_or_preset)
+    if installed is not None:
+        return read_checkpoint(installed)
     if not path.exists():
         if str(path_or_preset) in BertConfig.preset_names():
             local = presets_home() / str(path_or_preset)
@@ -65,7 +70,7 @@ def read_checkpoint(path_or_preset) -> CheckpointContents:
             )
         if Path(f"{path}.index").is_file():  # a checkpoint prefix such as .../bert_model.ckpt
             return read_google_checkpoint(path)
-        raise FileNotFoundError(f"Checkpoint not found: {path}")
+        raise FileNotFoundError(f"Checkpoint not found: {path}{close_installed_names(path)}")
     for is_format, reader in (
         *_FORMATS_ABOVE,
         (is_google_checkpoint, read_google_checkpoint),

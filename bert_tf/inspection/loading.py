@@ -3,7 +3,8 @@
 Accepted paths: a bert-tf directory (`save_pretrained`; an encoder, a `BertPretrainer` or a task
 model), the output folder of `bert-tf pretrain` (its `model/` is used), a Google checkpoint
 directory or prefix, a Hugging Face BERT directory, a KerasHub preset directory, a preset name
-with local weights (see `bert_tf.read_checkpoint`), or an encoder SavedModel exported by
+with local weights (see `bert_tf.read_checkpoint`), a sentence-transformers folder or an installed model's name
+(`bert_tf.checkpoints.installed`), or an encoder SavedModel exported by
 `serving.export.saved_model` (embeddings from its last layer only: see `ExportedEncoder`), or an exported
 sentence-embedding model (the vectors it was trained to give: `ExportedEmbedder`).
 
@@ -27,7 +28,7 @@ from bert_tf.inspection.exported_embedder import ExportedEmbedder, is_exported_e
 from bert_tf.inspection.exported_encoder import ExportedEncoder, is_saved_model, load_export
 from bert_tf.layers.initializer import weights_loaded_next
 from bert_tf.model import BertModel
-from bert_tf.model_directory import is_bert_tf_directory, load_model_directory
+from bert_tf.model_directory import folder_model_source, is_bert_tf_directory, load_model_directory
 from bert_tf.pretrainer import BertPretrainer
 from bert_tf.tasks.registry import task_named
 from bert_tf.tasks.spec import TaskSpec
@@ -86,7 +87,7 @@ def load_inspection_model(path, vocab_file=None, lower_case: bool | None = None,
         seq_length = encoder.seq_length
         if isinstance(encoder, ExportedEmbedder):  # how it pools and normalises, as a model directory's task says
             task = TaskSpec.of(export.task, seq_length=seq_length, pooling=encoder.pooling, normalize=encoder.normalize)
-    elif is_bert_tf_directory(directory):
+    elif is_bert_tf_directory(directory) or folder_model_source(path) is not None:
         loaded = load_model_directory(directory)
         model = loaded.model
         pretrainer = model if isinstance(model, BertPretrainer) else None

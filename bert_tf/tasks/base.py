@@ -193,6 +193,9 @@ class FinetuneTask(Task):
     def build_model(self, encoder, dropout: float) -> keras.Model:
         """The task's model (encoder + head) with `dropout` before the head."""
 
+    def configure_training(self, model: keras.Model, config) -> None:
+        """Sets what the run's settings (`config`, a FinetuneConfig) change in how `model` trains; nothing by default."""
+
     def loss(self, config, data):
         """The loss to compile with ("auto": the head's default)."""
         return "auto"

@@ -45,6 +45,7 @@ import tensorflow as tf
 
 import bert_tf
 from bert_tf.checkpoints import check_vocabulary_fits
+from bert_tf.checkpoints.installed import is_installed_model_name
 from bert_tf.checkpoints.pretrained import presets_home
 from bert_tf.distillation import Distiller, student_from_teacher
 from bert_tf.inspection.loading import load_inspection_model
@@ -124,7 +125,8 @@ def starts_from_random_weights(config: FinetuneConfig) -> bool:
     init = Path(config.init)
     if init.is_file() and init.suffix == ".json":
         return True
-    return not (init.exists() or Path(f"{init}.index").is_file() or (presets_home() / config.init).exists())
+    return not (init.exists() or Path(f"{init}.index").is_file() or (presets_home() / config.init).exists()
+                or is_installed_model_name(config.init))
 
 
 def teacher_directory(path) -> Path:
@@ -233,6 +235,7 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
         announce(f"{doing} on {len(training.examples):,} examples: {config.epochs} epoch(s) of "
                  f"{steps // config.epochs:,} batches of up to {config.batch_size}{replicas}", progress, logger)
         model = task.build_model(encoder, config.dropout)
+        task.configure_training(model, config)
         with global_policy(config.mixed_precision):
             if config.mixed_precision:
                 model = with_precision(model, config.mixed_precision)

@@ -5,8 +5,9 @@ What a file holds decides how it trains (`EmbeddingExamples.kind`):
   Benchmark's own files (`sts-train.csv`, `sts-dev.csv`: tab-separated, no header, the score in the 5th field
   and the sentences in the 6th and 7th) are recognised; otherwise columns `sentence1`, `sentence2`, `score`.
 - "pairs": (anchor, positive) or (anchor, positive, hard negative), columns `anchor`, `positive`, `negative`
-  (or `query`/`positive`/`negative`, `sentence1`/`sentence2`) — in-batch negatives; retrieval scoring on a
-  dev file (each anchor looks for its positive among all of them).
+  (or `query`/`positive`/`negative`, `sentence1`/`sentence2`), or several hard negatives, `negative_1`,
+  `negative_2`, ... (sentence-transformers' "n-tuple", as `bert-tf mine` writes them) — in-batch negatives;
+  retrieval scoring on a dev file (each anchor looks for its positive among all of them).
 - "sentences": one text per example (a `.txt` file, a line each; or a `text` / `sentence` column) —
   unsupervised SimCSE, each sentence paired with itself.
 CSV, TSV and JSONL files are read as `bert_tf.tasks.data_rows` reads them. Scores must lie in the declared
@@ -22,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from pathlib import Path
 
@@ -90,6 +92,9 @@ def _column_rows(path: Path):
     else:
         raise ValueError(f"{path}: no known text columns among {list(available)}; use sentence1/sentence2/score "
                          "(scored pairs), anchor/positive[/negative] (pairs), or text (sentences).")
+    if columns[-1] == "positive":  # and hard negatives negative_1, negative_2, ..., if the file has them
+        columns += tuple(itertools.takewhile(lambda name: name in available,
+                                             (f"negative_{number}" for number in itertools.count(1))))
     if score is None and "label" in available:
         raise ValueError(f"{path} has a label column, as classification files have: sentence embeddings read scored "
                          "pairs (sentence1/sentence2/score), pairs (anchor/positive[/negative]) or sentences (text, or "

@@ -25,6 +25,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.model import BertModel
+from bert_tf.tasks.embedding.cached_step import cached_train_step
 from bert_tf.tasks.embedding.losses import InBatchNegativesLoss
 from bert_tf.layers.pooling import TokenPooling, pooled_width
 from bert_tf.tasks.task_model import BertTaskModel
@@ -47,6 +48,7 @@ class BertEmbedder(BertTaskModel):
                                            or embedding_size < 1):
             raise ValueError(f"BertEmbedder: embedding_size must be a positive integer or None, got {embedding_size!r}.")
         self.pooling, self.normalize = pooling, bool(normalize)
+        self.mini_batch_size = None  # training: the batch embedded this many examples at a time (cached_step); None: whole
         self.embedding_size = embedding_size or width  # the size of the vectors
         self.projection = None  # the pooled vector's map to embedding_size values, where that is not the width
         if self.embedding_size != width:
@@ -62,6 +64,13 @@ class BertEmbedder(BertTaskModel):
         flat = {name: tf.reshape(value, [-1, shape[2]]) for name, value in inputs.items()}
         vectors = super().call(flat, training=training)
         return tf.reshape(vectors, [shape[0], shape[1], -1])
+
+    def train_step(self, data):
+        """Keras' step, or with `mini_batch_size` the cached one (`bert_tf.tasks.embedding.cached_step`): the same loss
+        and gradients, in the memory of a batch of `mini_batch_size`."""
+        if not self.mini_batch_size:
+            return super().train_step(data)
+        return cached_train_step(self, data, self.mini_batch_size)
 
     def head(self, features, inputs, training=None):
         vectors = self.token_pooling(features, inputs.get("input_mask", tf.ones_like(inputs["input_word_ids"])))

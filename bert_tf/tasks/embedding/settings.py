@@ -57,6 +57,12 @@ class EmbeddingSettings(TaskSettings):
     symmetric: bool = setting(False, flag="--symmetric", help="in-batch negatives both ways")
     matryoshka_dims: tuple[int, ...] = setting((), flag="--matryoshka-dims", type=_sizes, metavar="D,D,...",
                                                help="nested sizes the vectors also train at, e.g. 256,128,64")
+    # Cached in-batch negatives (bert_tf.tasks.embedding.cached_step): each batch embedded this many examples at a
+    # time, with the loss and gradients of the whole batch; None: the batch at once.
+    mini_batch_size: int | None = setting(None, flag="--mini-batch-size", type=int, metavar="N",
+                                          help="cached in-batch negatives (GradCache): embed each batch N examples at "
+                                               "a time, so that a large --batch-size fits in memory with the same "
+                                               "loss and gradients")
 
     def check(self):
         if self.pooling not in POOLINGS:
@@ -69,6 +75,9 @@ class EmbeddingSettings(TaskSettings):
             raise ValueError(f"Unknown embedding_loss {self.embedding_loss!r}; use one of {list(LOSSES)}.")
         if not math.isfinite(self.similarity_scale) or self.similarity_scale <= 0:
             raise ValueError(f"similarity_scale must be a positive number, got {self.similarity_scale!r}.")
+        if self.mini_batch_size is not None and (isinstance(self.mini_batch_size, bool) or not isinstance(
+                self.mini_batch_size, int) or self.mini_batch_size < 1):
+            raise ValueError(f"mini_batch_size must be a positive integer, got {self.mini_batch_size!r}.")
         if any(isinstance(dim, bool) or not isinstance(dim, int) or dim < 1 for dim in self.matryoshka_dims):
             raise ValueError(f"matryoshka_dims must be positive integers, got {self.matryoshka_dims!r}.")
         if len(self.score_range) != 2 or not all(isinstance(value, (int, float)) and math.isfinite(value)

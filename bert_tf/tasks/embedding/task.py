@@ -201,6 +201,13 @@ class EmbeddingTask(FinetuneTask):
         return BertEmbedder(encoder, pooling=self.spec.pooling, normalize=self.spec.normalize,
                             embedding_size=self.spec.embedding_size or None)
 
+    def configure_training(self, model, config):
+        """Cached in-batch negatives when the run gives a `mini_batch_size` (refused with XLA or a teacher)."""
+        if config.settings.mini_batch_size and (config.jit_compile or config.teacher is not None):
+            raise ValueError("FinetuneConfig: mini_batch_size (cached in-batch negatives) trains without XLA "
+                             "(jit_compile) and without a teacher.")
+        model.mini_batch_size = config.settings.mini_batch_size
+
     def loss(self, config, data):
         """The loss `embedding_loss` names, or the one the data calls for; summed over `matryoshka_dims` (the run's
         settings, `config.settings`)."""
