@@ -46,6 +46,34 @@ from bert_tf.tasks.text_serving import text_packer
 SCORED_LOSSES = ("cosent", "cosine")
 
 
+def check_comparable(loss: str, data, batch_size: int, source) -> None:
+    """Refuses, in one line naming `source`, training data in which the `loss` named compares nothing, so that every
+    step's loss would be 0 and the weights written unchanged: CoSENT orders the pairs of a batch by their scores
+    (batches of one pair, or pairs all scored the same, have no order); in-batch negatives score each anchor's
+    positive against the batch's other texts (batches of one pair or sentence have none, without a hard negative).
+
+    Example:
+        >>> check_comparable("cosent", EmbeddingData("scored", ["a", "b"], np.array([[0, 1]] * 3), np.full(3, 0.8,
+        ...                  np.float32)), 16, "sts.tsv")
+        Traceback (most recent call last):
+        ...
+        ValueError: sts.tsv: all 3 pairs are scored the same, so CoSENT, which orders the pairs by their scores, has nothing to compare; give pairs of different scores (or --loss cosine).
+    """
+    examples = len(data.labels)
+    per_batch = min(batch_size, examples)
+    if loss == "cosent" and per_batch > 1 and np.ptp(data.labels) == 0:
+        raise ValueError(f"{source}: all {examples} pairs are scored the same, so CoSENT, which orders the pairs by "
+                         "their scores, has nothing to compare; give pairs of different scores (or --loss cosine).")
+    if per_batch > 1 or loss == "cosine" or (loss != "cosent" and data.groups.shape[1] > 2):
+        return
+    what = {"scored": "scored pair", "pairs": "pair", "sentences": "sentence"}.get(data.kind, "example")
+    reason = ("CoSENT orders the pairs of a batch by their scores" if loss == "cosent" else
+              "in-batch negatives score each anchor's positive against the other texts of its batch")
+    raise ValueError(f"{source}: {'1 ' + what if examples == 1 else '--batch-size 1'} leaves each batch one {what}, "
+                     f"and {reason}, so nothing would be compared: give at least 2 examples and --batch-size 2 or "
+                     "more" + ("" if loss == "cosent" else ", or hard negatives (anchor, positive, negative)") + ".")
+
+
 @dataclasses.dataclass
 class EmbeddingData:
     """Examples as the texts to embed (each once) and, per example, the indices of its texts."""
@@ -208,6 +236,8 @@ class EmbeddingTask(FinetuneTask):
             raise ValueError(f"The {name} loss trains on " + ("scored pairs (sentence1, sentence2, score)" if name in
                              SCORED_LOSSES else "pairs, triples or sentences") + f"; the training file holds "
                              f"{data.kind} examples.")
+        if not (config.teacher and config.soft_weight == 1):  # a distillation of the teacher's vectors alone compares
+            check_comparable(name, data, config.batch_size, config.train_file)
         loss = {"in_batch_negatives": lambda: InBatchNegativesLoss(config.similarity_scale, config.symmetric),
                 "cosent": lambda: CoSENTLoss(config.similarity_scale),
                 "cosine": CosineSimilarityLoss}[name]()
