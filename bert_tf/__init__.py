@@ -41,6 +41,7 @@ from bert_tf.preprocessor import BertPreprocessor  # noqa: E402
 from bert_tf.pretrainer import BertPretrainer  # noqa: E402
 from bert_tf.tasks.classification.model import BertClassifier  # noqa: E402
 from bert_tf.tasks.embedding.model import BertEmbedder  # noqa: E402
+from bert_tf.tasks.embedding.similarity import cos_sim, semantic_search  # noqa: E402
 from bert_tf.tasks.ner.model import BertTokenClassifier  # noqa: E402
 from bert_tf.tasks.ner.word_alignment import IGNORE_LABEL, align_word_labels, first_piece_positions, word_predictions  # noqa: E402
 from bert_tf.tasks.spec import TaskSpec  # noqa: E402
@@ -69,6 +70,7 @@ __all__ = [
     "__version__",
     "align_word_labels",
     "check_casing",
+    "cos_sim",
     "create_optimizer",
     "first_piece_positions",
     "from_pretrained",
@@ -79,6 +81,7 @@ __all__ = [
     "read_checkpoint",
     "read_hf_task_model",
     "save_pretrained",
+    "semantic_search",
     "with_precision",
     "word_predictions",
     "write_hf_directory",

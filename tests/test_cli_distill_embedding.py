@@ -107,6 +107,7 @@ def test_what_does_not_fit_an_embedding_teacher_is_refused_in_one_line(embedding
         assert message in error and len(error.splitlines()) == 1, error
 
 
+@pytest.mark.slow  # 40 s: a run of its own; the warning's logic is finetune's (tests/test_cli_distill.py)
 def test_a_student_larger_than_its_teacher_is_warned_about(embedding, tmp_path, caplog):
     config = tmp_path / "wide.json"
     bert_tf.BertConfig(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=4, num_attention_heads=2,

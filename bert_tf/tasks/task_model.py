@@ -58,6 +58,7 @@ class BertTaskModel(keras.Model, metaclass=abc.ABCMeta):
     encoder_output = "pooled_output"  # the encoder output the head reads: "pooled_output" or "sequence_output"
 
     text_padding = "max_length"  # how a batch of texts is padded: "longest" where the outputs do not depend on it
+    pairs_refused: str | None = None  # a model of one text per example: why pairs of texts are refused (one line)
 
     def __init__(self, encoder: BertModel, preprocessor=None, **kwargs):
         super().__init__(**kwargs)
@@ -97,14 +98,21 @@ class BertTaskModel(keras.Model, metaclass=abc.ABCMeta):
 
     def __call__(self, inputs, *args, **kwargs):
         segments = None if contains_tensors(inputs) else text_segments(inputs)
+        self.check_text_pairs(segments)
         if segments is not None:  # Python strings: as string tensors, one per text of an example
             inputs = [tf.constant(segment.astype(str)) for segment in segments]
             inputs = inputs[0] if len(inputs) == 1 else tuple(inputs)
         return super().__call__(inputs, *args, **kwargs)
 
+    def check_text_pairs(self, segments) -> None:
+        """Refuses `segments` (`text_segments`' of an input) of pairs where the model reads one text per example."""
+        if self.pairs_refused is not None and segments is not None and len(segments) > 1:
+            raise ValueError(self.pairs_refused)
+
     def fit(self, x=None, y=None, batch_size=None, sample_weight=None, shuffle=True, validation_data=None,
             validation_batch_size=None, **kwargs):
         """`keras.Model.fit`; `x` may be raw strings (module docstring), `validation_data` too."""
+        self.check_text_pairs(text_segments(x))
         batches = text_batches(x, y, sample_weight, self.text_preprocessor, batch_size, shuffle=shuffle)
         if batches is not None:  # shuffled already, if asked
             x, y, sample_weight, batch_size, shuffle = batches, None, None, None, False
@@ -118,6 +126,7 @@ class BertTaskModel(keras.Model, metaclass=abc.ABCMeta):
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`; `x` may be raw strings (module docstring)."""
+        self.check_text_pairs(text_segments(x))
         batches = text_batches(x, y, sample_weight, self.text_preprocessor, batch_size)
         if batches is not None:
             x, y, sample_weight, batch_size = batches, None, None, None
@@ -125,6 +134,7 @@ class BertTaskModel(keras.Model, metaclass=abc.ABCMeta):
 
     def predict(self, x, batch_size=None, **kwargs):
         """`keras.Model.predict`; for raw strings (module docstring), the task's probabilities (`probabilities`)."""
+        self.check_text_pairs(text_segments(x))
         batches = text_batches(x, None, None, self.text_preprocessor, batch_size)
         if batches is None:
             return super().predict(x, batch_size=batch_size, **kwargs)
