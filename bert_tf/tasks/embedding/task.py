@@ -93,6 +93,12 @@ def _distinct(texts: list[str]) -> tuple[list[str], dict[str, int]]:
     return list(index), index
 
 
+def _loss_name(config, data: EmbeddingData) -> str:
+    """The loss `config.embedding_loss` names, or the one `data` calls for: CoSENT for scored pairs, else in-batch
+    negatives."""
+    return config.embedding_loss or ("cosent" if data.kind == "scored" else "in_batch_negatives")
+
+
 class EmbeddingTask(FinetuneTask):
     name = "embed"
     model_class = BertEmbedder
@@ -229,9 +235,22 @@ class EmbeddingTask(FinetuneTask):
         return BertEmbedder(encoder, pooling=self.spec.pooling, normalize=self.spec.normalize,
                             embedding_size=self.spec.embedding_size or None)
 
+    def training_summary(self, config, data) -> str:
+        """The format of the training file and the loss it trains with: "scored pairs → CoSENT", "sentences → SimCSE"."""
+        name = _loss_name(config, data)
+        texts = data.groups.shape[1]
+        found = {"scored": "scored pairs", "sentences": "sentences",
+                 "pairs": "pairs" if texts == 2 else "triples (anchor, positive, hard negative)"}[data.kind]
+        loss = {"cosent": "CoSENT", "cosine": "cosine regression",
+                "in_batch_negatives": "SimCSE (each sentence paired with itself; in-batch negatives)"
+                if data.kind == "sentences" else "in-batch negatives"}[name]
+        sizes = f", at sizes {', '.join(map(str, config.matryoshka_dims))} too" if config.matryoshka_dims else ""
+        chosen = "as --loss asks" if config.embedding_loss else "their default loss; --loss chooses another"
+        return f"{config.train_file}: {found} → {loss}{sizes} ({chosen})"
+
     def loss(self, config, data):
         """The loss `config.embedding_loss` names, or the one the data calls for; summed over `matryoshka_dims`."""
-        name = config.embedding_loss or ("cosent" if data.kind == "scored" else "in_batch_negatives")
+        name = _loss_name(config, data)
         if (name in SCORED_LOSSES) != (data.kind == "scored"):
             raise ValueError(f"The {name} loss trains on " + ("scored pairs (sentence1, sentence2, score)" if name in
                              SCORED_LOSSES else "pairs, triples or sentences") + f"; the training file holds "

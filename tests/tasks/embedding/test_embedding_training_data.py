@@ -92,3 +92,17 @@ def test_the_command_refuses_them_in_one_line_before_training(tmp_path, capsys):
     assert error[-1] == ("bert-tf finetune: error: MatryoshkaLoss: the size 64 (--matryoshka-dims) is more than the "
                          "vectors' 32 values."), error
     assert not (tmp_path / "one").exists() and not (tmp_path / "two").exists()
+
+
+@pytest.mark.parametrize("rows, settings, summary", [
+    ([SCORED, {**SCORED, "score": 1.0}], {}, "scored pairs → CoSENT (their default loss; --loss chooses another)"),
+    ([SCORED, {**SCORED, "score": 1.0}], {"embedding_loss": "cosine"}, "scored pairs → cosine regression (as --loss asks)"),
+    ([PAIR, PAIR], {"matryoshka_dims": (8,)}, "pairs → in-batch negatives, at sizes 8 too (their default loss;"),
+    ([{**PAIR, "negative": "n"}] * 2, {}, "triples (anchor, positive, hard negative) → in-batch negatives ("),
+    ([{"text": "a"}, {"text": "b"}], {}, "sentences → SimCSE (each sentence paired with itself; in-batch negatives)"),
+])
+def test_the_run_says_which_format_it_found_and_which_loss_it_chose(task, tmp_path, rows, settings, summary):
+    path = jsonl(tmp_path / "train.jsonl", rows)
+    data = task.prepare(task.read(path, fit_labels=True), training=True)
+    config = FinetuneConfig(task="embed", train_file=str(path), output_dir="out", init="tiny", **settings)
+    assert task.training_summary(config, data).startswith(f"{path}: {summary}")
