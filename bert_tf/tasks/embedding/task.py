@@ -255,7 +255,7 @@ class EmbeddingTask(FinetuneTask):
             raise ValueError(f"The {name} loss trains on " + ("scored pairs (sentence1, sentence2, score)" if name in
                              SCORED_LOSSES else "pairs, triples or sentences") + f"; the training file holds "
                              f"{data.kind} examples.")
-        if not (config.teacher and config.soft_weight == 1):  # a distillation of the teacher's vectors alone compares
+        if not (config.teacher and config.soft_weight == 1):  # else the data's loss is not trained on alone
             check_comparable(name, data, config.batch_size, config.train_file)
         loss = {"in_batch_negatives": lambda: InBatchNegativesLoss(config.similarity_scale, config.symmetric),
                 "cosent": lambda: CoSENTLoss(config.similarity_scale),
