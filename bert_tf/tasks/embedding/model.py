@@ -101,13 +101,14 @@ class BertEmbedder(BertTaskModel):
         if is_sentence_transformers_folder(path):
             model, seq_length = read_sentence_transformers_folder(path)
             max_length = model.encoder.config.max_position_embeddings
-            model.set_preprocessor(BertPreprocessor(BertTokenizer(model.encoder.vocab_file, model.encoder.lower_case),
-                                                    min(seq_length or max_length, max_length), padding=cls.text_padding))
+            tokenizer = BertTokenizer(model.encoder.vocab_file, model.encoder.lower_case)
+            model.set_preprocessor(BertPreprocessor(tokenizer, min(seq_length or max_length, max_length),
+                                                    padding=cls.text_padding))
             return model
         loaded = load_model_directory(path)
         if not isinstance(loaded.model, cls):
-            raise ValueError(f"{path} holds a {type(loaded.model).__name__} (task {loaded.task.task!r}), not a sentence "
-                             "embedding model (task 'embed').")
+            raise ValueError(f"{path} holds a {type(loaded.model).__name__} (task {loaded.task.task!r}), not a "
+                             "sentence embedding model (task 'embed').")
         return loaded.model
 
     def encode(self, texts, batch_size: int = 32, normalize: bool = False, progress: bool = False) -> np.ndarray:

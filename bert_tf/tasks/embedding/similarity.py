@@ -45,7 +45,8 @@ def semantic_search(query_vectors, corpus_vectors, top_k: int = 10) -> list[list
     cosine}, ...]` (fewer where the corpus is smaller), every cosine computed exactly."""
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"semantic_search: top_k must be a positive integer, got {top_k!r}.")
-    queries, corpus = _unit(_matrix(query_vectors, "semantic_search")), _unit(_matrix(corpus_vectors, "semantic_search"))
+    queries = _unit(_matrix(query_vectors, "semantic_search"))
+    corpus = _unit(_matrix(corpus_vectors, "semantic_search"))
     if queries.shape[1] != corpus.shape[1]:
         raise ValueError(f"semantic_search: query vectors of {queries.shape[1]} values, corpus vectors of "
                          f"{corpus.shape[1]}.")

@@ -236,7 +236,7 @@ class EmbeddingTask(FinetuneTask):
                             embedding_size=self.spec.embedding_size or None)
 
     def training_summary(self, config, data) -> str:
-        """The format of the training file and the loss it trains with: "scored pairs → CoSENT", "sentences → SimCSE"."""
+        """The training file's format and the loss it trains with: "scored pairs → CoSENT", "sentences → SimCSE"."""
         name = _loss_name(config, data)
         texts = data.groups.shape[1]
         found = {"scored": "scored pairs", "sentences": "sentences",
