@@ -40,6 +40,7 @@ from bert_tf.precision import with_precision  # noqa: E402
 from bert_tf.preprocessor import BertPreprocessor  # noqa: E402
 from bert_tf.pretrainer import BertPretrainer  # noqa: E402
 from bert_tf.tasks.classification.model import BertClassifier  # noqa: E402
+from bert_tf.tasks.embedding.loading import load_embedder  # noqa: E402
 from bert_tf.tasks.embedding.model import BertEmbedder  # noqa: E402
 from bert_tf.tasks.embedding.similarity import cos_sim, semantic_search  # noqa: E402
 from bert_tf.tasks.ner.model import BertTokenClassifier  # noqa: E402
@@ -76,6 +77,7 @@ __all__ = [
     "from_pretrained",
     "inference_function",
     "learn_vocabulary",
+    "load_embedder",
     "load_model_directory",
     "metrics",
     "read_checkpoint",

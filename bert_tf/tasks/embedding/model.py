@@ -8,8 +8,8 @@ encoder's width adds a learned linear projection of the pooled vector to that si
 Dense module: a distilled student's map into its wider teacher's space); `normalize` gives vectors of length 1,
 so that cosine similarity is their inner product.
 
-As sentence-transformers' `SentenceTransformer`: `BertEmbedder.from_pretrained(model_dir)` loads one (a model
-directory or a sentence-transformers folder), `encode(texts)` gives NumPy vectors, `similarity(a, b)` their cosines
+As sentence-transformers' `SentenceTransformer`: `bert_tf.load_embedder(model_dir)` loads one (a model directory
+or a sentence-transformers folder: `bert_tf.tasks.embedding.loading`), `encode(texts)` gives NumPy vectors, `similarity(a, b)` their cosines
 and `semantic_search(queries, corpus_vectors, top_k)` the nearest corpus rows per query. A pair of texts is refused,
 never joined into one input.
 
@@ -31,13 +31,11 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.model import BertModel
-from bert_tf.preprocessor import BertPreprocessor
 from bert_tf.tasks.embedding.losses import InBatchNegativesLoss
 from bert_tf.tasks.embedding.similarity import cos_sim, semantic_search
 from bert_tf.tasks.spec import POOLINGS
 from bert_tf.tasks.task_model import BertTaskModel
 from bert_tf.tasks.text_inputs import text_segments
-from bert_tf.tokenizer import BertTokenizer
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -89,27 +87,6 @@ class BertEmbedder(BertTaskModel):
         if self.projection is not None:
             vectors = self.projection(vectors)
         return tf.math.l2_normalize(vectors, axis=-1) if self.normalize else vectors
-
-    @classmethod
-    def from_pretrained(cls, path) -> "BertEmbedder":
-        """The embedding model of a model directory (`bert_tf.load_model_directory`: its vocabulary, length and
-        casing as it was trained) or of a sentence-transformers folder, ready to `encode` raw texts."""
-        from bert_tf.model_directory import load_model_directory
-        from bert_tf.tasks.embedding.sentence_transformers_folder import (is_sentence_transformers_folder,
-                                                                          read_sentence_transformers_folder)
-
-        if is_sentence_transformers_folder(path):
-            model, seq_length = read_sentence_transformers_folder(path)
-            max_length = model.encoder.config.max_position_embeddings
-            tokenizer = BertTokenizer(model.encoder.vocab_file, model.encoder.lower_case)
-            model.set_preprocessor(BertPreprocessor(tokenizer, min(seq_length or max_length, max_length),
-                                                    padding=cls.text_padding))
-            return model
-        loaded = load_model_directory(path)
-        if not isinstance(loaded.model, cls):
-            raise ValueError(f"{path} holds a {type(loaded.model).__name__} (task {loaded.task.task!r}), not a "
-                             "sentence embedding model (task 'embed').")
-        return loaded.model
 
     def encode(self, texts, batch_size: int = 32, normalize: bool = False, progress: bool = False) -> np.ndarray:
         """The vectors of `texts` as sentence-transformers' `encode` gives them: float32 NumPy [len(texts),

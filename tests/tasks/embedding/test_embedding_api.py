@@ -15,7 +15,7 @@ TEXTS = ["good film", "the plot was bad", "mary and john", "a bad film and a goo
 
 @pytest.fixture(scope="module")
 def embedder(embedder_dir):
-    return bert_tf.BertEmbedder.from_pretrained(embedder_dir)
+    return bert_tf.load_embedder(embedder_dir)
 
 
 def test_encode_gives_sentence_transformers_vectors_of_the_same_weights(embedder, embedder_dir, tmp_path):
@@ -30,7 +30,7 @@ def test_encode_gives_sentence_transformers_vectors_of_the_same_weights(embedder
     np.testing.assert_allclose(one, ours[0], atol=1e-6)
     assert embedder.encode([]).shape == (0, 16)
     # and read from the sentence-transformers folder itself
-    np.testing.assert_allclose(bert_tf.BertEmbedder.from_pretrained(tmp_path / "st").encode(TEXTS), theirs, atol=1e-5)
+    np.testing.assert_allclose(bert_tf.load_embedder(tmp_path / "st").encode(TEXTS), theirs, atol=1e-5)
 
 
 def test_encode_normalizes_when_asked_as_sentence_transformers_does(embedder_dir):
@@ -80,4 +80,4 @@ def test_a_model_of_another_task_is_not_an_embedder(embedder_dir, tmp_path):
     classifier = bert_tf.BertClassifier(bert_tf.load_model_directory(embedder_dir).encoder, num_classes=2)
     bert_tf.save_pretrained(classifier, tmp_path / "classifier", vocab_file=embedder_dir / "vocab.txt", seq_length=16)
     with pytest.raises(ValueError, match=r"holds a BertClassifier \(task 'classify'\), not a sentence embedding model"):
-        bert_tf.BertEmbedder.from_pretrained(tmp_path / "classifier")
+        bert_tf.load_embedder(tmp_path / "classifier")
