@@ -242,10 +242,10 @@ class EmbeddingTask(FinetuneTask):
         found = {"scored": "scored pairs", "sentences": "sentences",
                  "pairs": "pairs" if texts == 2 else "triples (anchor, positive, hard negative)"}[data.kind]
         loss = {"cosent": "CoSENT", "cosine": "cosine regression",
-                "in_batch_negatives": "SimCSE (each sentence paired with itself; in-batch negatives)"
+                "in_batch_negatives": "SimCSE, in-batch negatives of each sentence paired with itself"
                 if data.kind == "sentences" else "in-batch negatives"}[name]
         sizes = f", at sizes {', '.join(map(str, config.matryoshka_dims))} too" if config.matryoshka_dims else ""
-        chosen = "as --loss asks" if config.embedding_loss else "their default loss; --loss chooses another"
+        chosen = "as --loss asks" if config.embedding_loss else "the default; --loss chooses another"
         return f"{config.train_file}: {found} → {loss}{sizes} ({chosen})"
 
     def loss(self, config, data):

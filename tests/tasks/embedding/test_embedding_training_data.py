@@ -95,12 +95,13 @@ def test_the_command_refuses_them_in_one_line_before_training(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("rows, settings, summary", [
-    ([SCORED, {**SCORED, "score": 1.0}], {}, "scored pairs → CoSENT (their default loss; --loss chooses another)"),
+    ([SCORED, {**SCORED, "score": 1.0}], {}, "scored pairs → CoSENT (the default; --loss chooses another)"),
     ([SCORED, {**SCORED, "score": 1.0}], {"embedding_loss": "cosine"},
      "scored pairs → cosine regression (as --loss asks)"),
-    ([PAIR, PAIR], {"matryoshka_dims": (8,)}, "pairs → in-batch negatives, at sizes 8 too (their default loss;"),
+    ([PAIR, PAIR], {"matryoshka_dims": (8,)}, "pairs → in-batch negatives, at sizes 8 too (the default;"),
     ([{**PAIR, "negative": "n"}] * 2, {}, "triples (anchor, positive, hard negative) → in-batch negatives ("),
-    ([{"text": "a"}, {"text": "b"}], {}, "sentences → SimCSE (each sentence paired with itself; in-batch negatives)"),
+    ([{"text": "a"}, {"text": "b"}], {},
+     "sentences → SimCSE, in-batch negatives of each sentence paired with itself (the default"),
 ])
 def test_the_run_says_which_format_it_found_and_which_loss_it_chose(task, tmp_path, rows, settings, summary):
     path = jsonl(tmp_path / "train.jsonl", rows)
