@@ -40,9 +40,11 @@ from bert_tf.precision import with_precision  # noqa: E402
 from bert_tf.preprocessor import BertPreprocessor  # noqa: E402
 from bert_tf.pretrainer import BertPretrainer  # noqa: E402
 from bert_tf.tasks.classification.model import BertClassifier  # noqa: E402
+from bert_tf.tasks.embedding.loading import load_embedder  # noqa: E402
 from bert_tf.tasks.embedding.metrics import format_retrieval, retrieval_scores  # noqa: E402
 from bert_tf.tasks.embedding.model import BertEmbedder  # noqa: E402
 from bert_tf.tasks.embedding.retrieval_data import read_retrieval_set  # noqa: E402
+from bert_tf.tasks.embedding.similarity import cos_sim, semantic_search  # noqa: E402
 from bert_tf.tasks.ner.model import BertTokenClassifier  # noqa: E402
 from bert_tf.tasks.ner.word_alignment import IGNORE_LABEL, align_word_labels, first_piece_positions, word_predictions  # noqa: E402
 from bert_tf.tasks.spec import TaskSpec  # noqa: E402
@@ -71,12 +73,14 @@ __all__ = [
     "__version__",
     "align_word_labels",
     "check_casing",
+    "cos_sim",
     "create_optimizer",
     "first_piece_positions",
     "format_retrieval",
     "from_pretrained",
     "inference_function",
     "learn_vocabulary",
+    "load_embedder",
     "load_model_directory",
     "metrics",
     "read_checkpoint",
@@ -84,6 +88,7 @@ __all__ = [
     "read_hf_task_model",
     "retrieval_scores",
     "save_pretrained",
+    "semantic_search",
     "with_precision",
     "word_predictions",
     "write_hf_directory",

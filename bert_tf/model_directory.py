@@ -3,7 +3,8 @@
 
 A model directory holds:
 - `model.keras`: the Keras model (encoder, pretrainer or task model), loaded in safe mode; its weights only, not
-  the optimizer's state or the compile settings of a model trained with `fit` (compile it to train it again);
+  the optimizer's state or the compile settings of a model trained with `fit` (a task model loads compiled with
+  its task's loss and metrics and Adam at 5e-5, as KerasHub's: compile it again to choose);
 - `vocab.txt`: its vocabulary;
 - `bert_tf.json`: `format_version` (2), `lower_case`, `task` (a `bert_tf.TaskSpec`: the task, its
   labels, seq_length and every setting that shapes text → features → outputs), and whatever else
@@ -43,6 +44,7 @@ MODEL_FILE = "model.keras"
 METADATA_FILE = "bert_tf.json"
 FORMAT_VERSION = 3  # 1: `task` a name with `settings` beside it; 2: `task` a TaskSpec of every task's settings; 3: a
 # TaskSpec of the shared settings and the task's own (`TaskSpec.to_metadata`)
+LOADED_SPEC = "_bert_tf_task_spec"  # the TaskSpec a loaded model was saved with (its attribute)
 
 
 def is_bert_tf_directory(path: Path) -> bool:
@@ -180,6 +182,11 @@ def load_model_directory(path: str | Path) -> ModelDirectory:
     if vocab_file is not None and hasattr(model, "set_preprocessor"):  # a task model: raw strings in, as its exports
         tokenizer = BertTokenizer(vocab_file, lower_case)
         model.set_preprocessor(text_packer(tokenizer, task, padding=model.text_padding))
+    if hasattr(model, "default_loss"):  # a task model: ready to train, with its task's loss and metrics (KerasHub's)
+        model.compile()
+    encoder = getattr(model, "encoder", model)
+    encoder.vocab_file, encoder.lower_case = vocab_file, lower_case  # as from_pretrained's: save_pretrained keeps them
+    object.__setattr__(model, LOADED_SPEC, task)  # not a Keras-tracked attribute: save_pretrained's default task
     return ModelDirectory(directory, model, vocab_file, lower_case, task, metadata)
 
 
@@ -254,7 +261,8 @@ def save_pretrained(model, out_dir: str | Path, vocab_file=None, lower_case: boo
     from the vocabulary when None), the task (`task_spec_for(model, task, seq_length,
     settings, text_pair)`: a `TaskSpec`, or a name completed with the others) and any other
     `metadata` (JSON-serializable). `load_model_directory` reads it back, and every command
-    accepts it. It is written next to `out_dir` first and moved into place at the end, so a
+    accepts it. A model `load_model_directory` loaded is written as it was loaded (its vocabulary, casing and task)
+    unless told otherwise. It is written next to `out_dir` first and moved into place at the end, so a
     failure never leaves a half-written directory, and an existing one is replaced whole.
 
     Example:
@@ -270,6 +278,8 @@ def save_pretrained(model, out_dir: str | Path, vocab_file=None, lower_case: boo
         vocabulary = Vocabulary.from_file(vocab_file, lower_case)
         check_vocabulary_fits(len(vocabulary), encoder.config.vocab_size, vocab_file)
         lower_case = vocabulary.lower_case
+    if task is None and seq_length is None and settings is None and text_pair is None:
+        task = getattr(model, LOADED_SPEC, None)  # a loaded model keeps its length, columns and settings
     spec = task_spec_for(model, task, seq_length, settings, text_pair)
     contents = {"format_version": FORMAT_VERSION, "lower_case": lower_case, "task": spec.to_metadata(), **metadata}
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -29,6 +29,7 @@ import sys
 import time
 
 import keras
+import numpy as np
 import tqdm.auto
 import tqdm.std
 
@@ -90,7 +91,8 @@ class TextProgress:
 
 
 class TextProgressCallback(keras.callbacks.Callback):
-    """`TextProgress` for `model.fit`, counting steps over every epoch; reports the running mean loss."""
+    """`TextProgress` for `model.fit`, counting steps over every epoch; reports the running mean loss, and at each
+    epoch's end a line of its logs (in place of Keras' own, which would repeat the last step's)."""
 
     def __init__(self, epochs: int, steps_per_epoch: int, batch_size: int, stream=None):
         super().__init__()
@@ -105,6 +107,12 @@ class TextProgressCallback(keras.callbacks.Callback):
         loss = (logs or {}).get("loss")
         self.progress.update(self.epoch * self.steps_per_epoch + batch + 1,
                              {"loss": float(loss)} if loss is not None else None)
+
+    def on_epoch_end(self, epoch, logs=None):
+        """A line with the epoch's logs (its mean loss, the dev scores put there by callbacks before this one)."""
+        scores = [f"{name} {float(value):.4g}" for name, value in (logs or {}).items() if np.ndim(value) == 0]
+        print(f"epoch {epoch + 1}/{self.progress.total_steps // self.steps_per_epoch}: {', '.join(scores)}",
+              file=self.progress.stream or sys.stdout, flush=True)
 
 
 def progress_bar(iterable=None, *, file=None, **options):

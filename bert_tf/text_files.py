@@ -1,5 +1,6 @@
 """Text files that must be UTF-8: where one is not, said in one line that names the file, line and byte;
-and where a path names no file (`existing_file`), said before anything else is loaded.
+and where a path names no file (`existing_file`), said before anything else is loaded; a JSON file that is not
+JSON, or not of the kind expected (`json_file`), likewise.
 
 The readers of data files (vocabularies, classification, CoNLL and SQuAD files) read through
 `utf8_lines`, or catch the `UnicodeDecodeError` of a file that is not UTF-8 (a Latin-1 or
@@ -13,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -70,3 +72,37 @@ def existing_file(path: str | Path, what: str = "Data file", flag: str = "--data
     if not path.is_file():
         raise FileNotFoundError(f"{what} not found: {path}")
     return path
+
+
+def json_file(path: str | Path, expected: type | None = None):
+    """The JSON value in the UTF-8 file `path`; a file that is not JSON (or, with `expected`, whose value is not of that
+    type: `dict` or `list`) is an error in one line that names it.
+
+    Example:
+        >>> json_file("modules.json", list)  # doctest: +SKIP
+        Traceback (most recent call last):
+        ...
+        ValueError: modules.json: a list expected, got an object.
+    """
+    try:
+        value = json.loads("".join(utf8_lines(path)))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not valid JSON ({error.msg}, line {error.lineno}).") from None
+    if expected is not None and not isinstance(value, expected):
+        raise ValueError(f"{path}: {json_kind(expected())} expected, got {json_kind(value)}.")
+    return value
+
+
+def json_kind(value) -> str:
+    """What a JSON value is, in words: "an object", "a list", "a string", "a number", "true/false" or "null".
+
+    Example:
+        >>> json_kind({}), json_kind([1]), json_kind(None), json_kind(True), json_kind(2.5)
+        ('an object', 'a list', 'null', 'true/false', 'a number')
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    kinds = ((dict, "an object"), (list, "a list"), (str, "a string"), ((int, float), "a number"))
+    return next((name for kind, name in kinds if isinstance(value, kind)), type(value).__name__)

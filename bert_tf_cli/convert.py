@@ -1,5 +1,6 @@
 """`bert-tf convert`: a Google, Hugging Face, KerasHub or bert-tf checkpoint → a bert-tf or Hugging Face directory."""
 
+import sys
 from pathlib import Path
 
 
@@ -63,6 +64,10 @@ def run(args) -> None:
             print(f"Dropped the {'masked-LM' if heads == [MLM_HEAD] else 'next-sentence'} head ({heads[0]}*): without "
                   f"the {'next-sentence' if heads == [MLM_HEAD] else 'masked-LM'} head "
                   f"({NSP_HEAD if heads == [MLM_HEAD] else MLM_HEAD}*) bert-tf keeps the encoder only.")
+    if encoder.vocab_file is None:
+        print(f"bert-tf convert: warning: {args.source} has no vocab.txt (nor a WordPiece tokenizer.json): the model "
+              f"written has no vocabulary and reads no text until the checkpoint's vocab.txt is copied into {out}.",
+              file=sys.stderr)
     if args.format == "hf":
         bert_tf.write_hf_directory(model, out, vocab_file=encoder.vocab_file, lower_case=encoder.lower_case)
     else:

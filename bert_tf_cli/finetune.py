@@ -191,6 +191,11 @@ def run(args) -> int:
     if isinstance(result, int):
         return result
     print_result(config, result)
+    if result.stopped is not None:
+        print(f"{result.stopped}\nSaved the best epoch scored so far (epoch {result.best_epoch}) to "
+              f"{result.output_dir}. To go on, fine-tune it further (--init {result.output_dir} --out NEW), or run the "
+              "same command again to train from the start.")
+        return 128 + result.stopped.stopped_by
     return 0
 
 
@@ -203,8 +208,8 @@ def train(config):
     try:
         return finetune(config)
     except TrainingStopped as stopped:
-        print(f"{stopped}\nFine-tuning keeps no checkpoint to resume from: run the same command again (on every "
-              "worker) to train from the start.")
+        print(f"{stopped}\nNothing was saved (no epoch was scored on a --dev file to keep): run the same command "
+              "again (on every worker) to train from the start.")
         return 128 + stopped.stopped_by
 
 
@@ -212,7 +217,8 @@ def print_result(config, result) -> None:
     """What a finetune or distill run did: epochs, the dev scores kept, the model directory."""
     from bert_tf.tasks.registry import task_named
 
-    print(f"Trained {result.epochs_run} epochs on {result.train_examples:,} examples in {result.train_seconds:.0f} s.")
+    print(f"Trained {result.epochs_run} epoch{'s' * (result.epochs_run != 1)} on {result.train_examples:,} examples "
+          f"in {result.train_seconds:.0f} s.")
     if result.metrics:
         print(f"Dev scores (epoch {result.best_epoch}):\n{task_named(config.task).format_scores(result.metrics)}")
     print(f"Model: {result.output_dir or 'written by the chief worker'}")

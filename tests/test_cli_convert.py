@@ -254,3 +254,13 @@ def test_a_damaged_transformers_folder_is_one_line_naming_what_is_wrong(hf_class
     error = capsys.readouterr().err
     assert message in error and error.count("\n") == 1, error
     assert str(source) in error
+
+
+def test_a_folder_without_a_vocabulary_converts_with_a_warning(tmp_path):
+    bert_tf.write_hf_directory(BertModel(CONFIG), tmp_path / "hf")  # weights and config, no vocab.txt
+    result = run_cli("convert", "--from", tmp_path / "hf", "--out", tmp_path / "keras")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"bert-tf convert: warning: {tmp_path / 'hf'} has no vocab.txt (nor a WordPiece tokenizer.json): the model "
+        f"written has no vocabulary and reads no text until the checkpoint's vocab.txt is copied into "
+        f"{tmp_path / 'keras'}."]

@@ -105,3 +105,14 @@ def test_what_does_not_fit_an_embedding_teacher_is_refused_in_one_line(embedding
         assert distill(embedding, tmp_path / "bad", "--student", "teacher", "--student-layers", "1", *arguments) == 2
         error = capsys.readouterr().err.strip()
         assert message in error and len(error.splitlines()) == 1, error
+
+
+@pytest.mark.slow  # 40 s: a run of its own; the warning's logic is finetune's (tests/test_cli_distill.py)
+def test_a_student_larger_than_its_teacher_is_warned_about(embedding, tmp_path, caplog):
+    config = tmp_path / "wide.json"
+    bert_tf.BertConfig(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=4, num_attention_heads=2,
+                       intermediate_size=64, max_position_embeddings=32).write_json(config)
+    assert main(["distill", "--teacher", str(embedding["teacher"]), "--train", str(embedding["sentences"]),
+                 "--out", str(tmp_path / "wide"), "--epochs", "1", "--student", str(config)]) == 0
+    warnings = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    assert any("is larger than its teacher" in warning for warning in warnings), warnings

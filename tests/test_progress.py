@@ -62,11 +62,13 @@ def test_finetuning_into_a_file_prints_steps_not_a_bar(tmp_path, capsys, monkeyp
                             output_dir=str(tmp_path / "model"), seq_length=16, batch_size=8, epochs=2)
     finetune(config, progress=True)  # pytest's captured stdout is not a terminal
     printed = capsys.readouterr().out
-    assert printed.startswith(f"Reading and tokenizing {config.train_file}\nFine-tuning on 32 examples: 2 epoch(s) of "
+    assert printed.startswith(f"Reading and tokenizing {config.train_file}\nFine-tuning on 32 examples: 2 epochs of "
                               "4 batches of up to 8\n")
     lines = plain_lines(printed)
     assert [line.split(",")[0] for line in lines] == [f"step {step}/8 ({100 * step / 8:.0f}%)" for step in range(1, 9)]
     assert "the first step took" in lines[0] and all(" examples/s, loss " in line for line in lines[1:])
+    epochs = [line for line in printed.splitlines() if not line.startswith("step ")][2:]
+    assert [line.split(": ")[0] for line in epochs] == ["epoch 1/2", "epoch 2/2"], printed  # and no line of Keras
 
 
 def test_pretraining_into_a_file_prints_steps_not_a_bar(tmp_path, capsys, monkeypatch):

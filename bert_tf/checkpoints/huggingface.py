@@ -23,6 +23,7 @@ import numpy as np
 from bert_tf.checkpoints.contents import CheckpointContents
 from bert_tf.config import BertConfig
 from bert_tf.file_modes import readable_as_umask_allows
+from bert_tf.text_files import json_file
 
 _SPECIAL_NAMES = {
     "cls.predictions.bias": "cls/predictions/output_bias",
@@ -115,7 +116,8 @@ def _read_tensors(directory: Path) -> tuple[dict[str, np.ndarray], str]:
 def is_hf_directory(path: Path) -> bool:
     if not (path.is_dir() and (path / "config.json").is_file()):
         return False
-    return json.loads((path / "config.json").read_text(encoding="utf-8")).get("model_type") == "bert"
+    config = json_file(path / "config.json")
+    return isinstance(config, dict) and config.get("model_type") == "bert"
 
 
 def read_hf_directory(path: str | Path) -> CheckpointContents:
@@ -144,7 +146,7 @@ def read_hf_directory_and_head(path: str | Path, head: str | None) -> tuple[Chec
     lower_case = None
     tokenizer_config = directory / "tokenizer_config.json"
     if tokenizer_config.is_file():
-        lower_case = json.loads(tokenizer_config.read_text(encoding="utf-8")).get("do_lower_case")
+        lower_case = json_file(tokenizer_config, dict).get("do_lower_case")
     contents = CheckpointContents(
         config=config,
         weights=weights,
@@ -164,7 +166,7 @@ def vocabulary_file(directory: Path) -> Path | None:
     vocab, tokenizer = directory / "vocab.txt", directory / "tokenizer.json"
     if vocab.is_file() or not tokenizer.is_file():
         return vocab if vocab.is_file() else None
-    model = json.loads(tokenizer.read_text(encoding="utf-8")).get("model") or {}
+    model = json_file(tokenizer, dict).get("model") or {}
     if model.get("type") != "WordPiece":
         return None
     tokens = [token for token, _ in sorted(model["vocab"].items(), key=lambda item: item[1])]

@@ -204,6 +204,11 @@ class FinetuneTask(Task):
         """`fit(class_weight=...)`, or None."""
         return None
 
+    def training_summary(self, config, data) -> str:
+        """What the run inferred from the training data `data` (`prepare`'s) that `config` did not say, in a line
+        printed as training starts; "" where nothing was."""
+        return ""
+
     def scores(self, data, outputs: list) -> dict:
         """Evaluation scores from the model outputs of every sequence: those of its predictions."""
         return self.prediction_scores(data.examples, self.predictions(data, outputs))

@@ -20,7 +20,9 @@ is made from the encoder's vocabulary, `from_pretrained`'s, at `DEFAULT_SEQ_LENG
 texts, or pairs, in `fit`, `evaluate`, `predict` and when called (`bert_tf.tasks.text_inputs` says
 which values are texts); token ids still work as before. Texts are tokenized in `tf.data` (`fit`,
 `evaluate`, `predict`) or in the graph (a call). `predict` on texts returns the task's probabilities
-(`probabilities` of each model class), on token ids the raw outputs, as Keras' does.
+(`probabilities` of each model class), on token ids the raw outputs, as Keras' does. Labels may be
+the head's label names (`label_ids`), and `compile()` without arguments uses KerasHub's optimizer (what a
+model loaded from its directory is compiled with, so that it trains as loaded).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from bert_tf.tasks.text_inputs import contains_tensors, text_batches, text_segme
 from bert_tf.tokenizer import BertTokenizer
 
 DEFAULT_SEQ_LENGTH = 128  # tokens per text of the preprocessor made from the encoder's vocabulary
+DEFAULT_LEARNING_RATE = 5e-5  # compile(optimizer="auto")'s, KerasHub's tasks' own
 
 
 def softmax(logits) -> np.ndarray:
@@ -58,6 +61,7 @@ class BertTaskModel(keras.Model, metaclass=abc.ABCMeta):
     encoder_output = "pooled_output"  # the encoder output the head reads: "pooled_output" or "sequence_output"
 
     text_padding = "max_length"  # how a batch of texts is padded: "longest" where the outputs do not depend on it
+    pairs_refused: str | None = None  # a model of one text per example: why pairs of texts are refused (one line)
 
     def __init__(self, encoder: BertModel, preprocessor=None, **kwargs):
         super().__init__(**kwargs)
@@ -97,18 +101,53 @@ class BertTaskModel(keras.Model, metaclass=abc.ABCMeta):
 
     def __call__(self, inputs, *args, **kwargs):
         segments = None if contains_tensors(inputs) else text_segments(inputs)
+        self.check_text_pairs(segments)
         if segments is not None:  # Python strings: as string tensors, one per text of an example
             inputs = [tf.constant(segment.astype(str)) for segment in segments]
             inputs = inputs[0] if len(inputs) == 1 else tuple(inputs)
         return super().__call__(inputs, *args, **kwargs)
 
+    def check_text_pairs(self, segments) -> None:
+        """Refuses `segments` (`text_segments`' of an input) of pairs where the model reads one text per example."""
+        if self.pairs_refused is not None and segments is not None and len(segments) > 1:
+            raise ValueError(self.pairs_refused)
+
+    def label_ids(self, labels):
+        """`labels` as the loss reads them: label names (strings, of a head that knows its `label_names`) as their
+        indices (int32), in one line an error for a name it does not know; any other labels as they are."""
+        if labels is None or isinstance(labels, (tf.data.Dataset, dict)) or contains_tensors(labels):
+            return labels
+        try:
+            values = np.asarray(labels)
+        except ValueError:  # rows of different lengths: not names
+            return labels
+        if values.dtype.kind not in "US" and not (values.dtype == object and values.size and
+                                                  all(isinstance(value, str) for value in values.flat)):
+            return labels
+        names, given = getattr(self, "label_names", None), values.astype(str).ravel().tolist()
+        if not names or getattr(self, "mode", "single_label") != "single_label":
+            raise ValueError(f"{type(self).__name__}: labels {sorted(set(given))[:5]} are names, but this head "
+                             + ("has none (label_names=[...])." if not names else f"is {self.mode}: it reads numbers."))
+        index = {name: position for position, name in enumerate(names)}
+        unknown = sorted(set(given) - set(index))
+        if unknown:
+            raise ValueError(f"{type(self).__name__}: labels {unknown[:5]} are not among the model's label names "
+                             f"{list(names)}.")
+        return np.vectorize(index.__getitem__, otypes=[np.int32])(values.astype(str))
+
     def fit(self, x=None, y=None, batch_size=None, sample_weight=None, shuffle=True, validation_data=None,
             validation_batch_size=None, **kwargs):
-        """`keras.Model.fit`; `x` may be raw strings (module docstring), `validation_data` too."""
+        """`keras.Model.fit`; `x` may be raw strings (module docstring), `validation_data` too; `y` the label names
+        (`label_ids`)."""
+        self.check_text_pairs(text_segments(x))
+        y = self.label_ids(y)
         batches = text_batches(x, y, sample_weight, self.text_preprocessor, batch_size, shuffle=shuffle)
         if batches is not None:  # shuffled already, if asked
             x, y, sample_weight, batch_size, shuffle = batches, None, None, None, False
         if validation_data is not None:
+            validation_x, validation_y, validation_weight = keras.utils.unpack_x_y_sample_weight(validation_data)
+            validation_data = keras.utils.pack_x_y_sample_weight(validation_x, self.label_ids(validation_y),
+                                                                 validation_weight)
             validation = text_batches(*keras.utils.unpack_x_y_sample_weight(validation_data), self.text_preprocessor,
                                       validation_batch_size or batch_size)
             if validation is not None:
@@ -117,7 +156,9 @@ class BertTaskModel(keras.Model, metaclass=abc.ABCMeta):
                            validation_data=validation_data, validation_batch_size=validation_batch_size, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
-        """`keras.Model.evaluate`; `x` may be raw strings (module docstring)."""
+        """`keras.Model.evaluate`; `x` may be raw strings (module docstring), `y` the label names (`label_ids`)."""
+        self.check_text_pairs(text_segments(x))
+        y = self.label_ids(y)
         batches = text_batches(x, y, sample_weight, self.text_preprocessor, batch_size)
         if batches is not None:
             x, y, sample_weight, batch_size = batches, None, None, None
@@ -125,6 +166,7 @@ class BertTaskModel(keras.Model, metaclass=abc.ABCMeta):
 
     def predict(self, x, batch_size=None, **kwargs):
         """`keras.Model.predict`; for raw strings (module docstring), the task's probabilities (`probabilities`)."""
+        self.check_text_pairs(text_segments(x))
         batches = text_batches(x, None, None, self.text_preprocessor, batch_size)
         if batches is None:
             return super().predict(x, batch_size=batch_size, **kwargs)
@@ -165,10 +207,11 @@ class BertTaskModel(keras.Model, metaclass=abc.ABCMeta):
     def default_metrics(self):
         """The metrics `compile(metrics="auto")` uses."""
 
-    def compile(self, optimizer, loss="auto", metrics="auto", **kwargs):
-        """`keras.Model.compile`, where `loss="auto"` and `metrics="auto"` mean this task's defaults."""
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        """`keras.Model.compile`, where `loss="auto"` and `metrics="auto"` mean this task's defaults and
+        `optimizer="auto"` KerasHub's tasks' (Adam at 5e-5; `bert_tf.create_optimizer` gives BERT's AdamW schedule)."""
         super().compile(
-            optimizer=optimizer,
+            optimizer=keras.optimizers.Adam(DEFAULT_LEARNING_RATE) if _is_auto(optimizer) else optimizer,
             loss=self.default_loss() if _is_auto(loss) else loss,
             metrics=self.default_metrics() if _is_auto(metrics) else metrics,
             **kwargs,

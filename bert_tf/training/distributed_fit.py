@@ -9,7 +9,8 @@ metrics; with `jit_compile`, the same step with the forward pass and its gradien
 synchronises replicas outside it: `xla_train_step`) on every replica with the pre-training loop's step
 (`bert_tf.training.replica_step`), on the data's passes in order, and calls the Keras callbacks
 (progress bar, `ModelCheckpoint`, `EarlyStopping`, `History`) as `fit` does. SIGTERM or SIGINT on
-any worker stops every worker after the same step (`TrainingStopped`).
+any worker stops every worker after the same step (`TrainingStopped`); `StopOnSignal` stops Keras' own `fit` so on
+one device.
 
 Example:
     >>> with strategy.scope():  # doctest: +SKIP
@@ -37,6 +38,23 @@ class TrainingStopped(Exception):
     def __init__(self, stopped_by: signal.Signals, epoch: int, step: int):
         super().__init__(f"{stopped_by.name} stopped training in epoch {epoch + 1} after step {step}.")
         self.stopped_by, self.epoch, self.step = stopped_by, epoch, step
+
+
+class StopOnSignal(keras.callbacks.Callback):
+    """Stops `fit` after the step in which `signals` (a `StopSignals`) received SIGTERM or SIGINT; `stopped`: that stop
+    (a `TrainingStopped`), else None."""
+
+    def __init__(self, signals: StopSignals):
+        super().__init__()
+        self.signals, self.epoch, self.stopped = signals, 0, None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.signals.received is not None and self.stopped is None:
+            self.stopped = TrainingStopped(self.signals.received, self.epoch, batch + 1)
+            self.model.stop_training = True
 
 
 def distributed_fit(model: keras.Model, batches: tf.data.Dataset, strategy: tf.distribute.Strategy, epochs: int,

@@ -57,8 +57,9 @@ from bert_tf.tasks.base import FinetuneTask
 from bert_tf.tasks.registry import task_from_directory, task_from_spec
 from bert_tf.text_files import existing_file, utf8_lines
 from bert_tf.tokenizer import BertTokenizer
-from bert_tf.training.distributed_fit import distributed_fit
+from bert_tf.training.distributed_fit import StopOnSignal, TrainingStopped, distributed_fit
 from bert_tf.training.mixed_precision import global_policy
+from bert_tf.training.stop_signals import StopSignals
 from bert_tf.training.strategy import check_batches, check_xla, is_chief, make_strategy
 from bert_tf.vocabulary import read_vocab_file, resolve_lower_case
 from bert_tf.training.augmentation import augment_texts
@@ -80,6 +81,7 @@ class FinetuneResult:
     train_steps: int  # optimizer updates in the schedule (all epochs)
     train_seconds: float  # model.fit, dev scoring included
     model: keras.Model  # the trained task model (the student, when distilling), on every worker
+    stopped: TrainingStopped | None = None  # SIGTERM or SIGINT cut the run short; the best epoch scored was saved
 
 
 def load_encoder(config: FinetuneConfig):
@@ -232,8 +234,10 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
             f"Distilling {config.teacher} into a student of {encoder.config.num_hidden_layers} layers, hidden "
             f"{encoder.config.hidden_size},")
         replicas = f" over {strategy.num_replicas_in_sync} replicas" if strategy.num_replicas_in_sync > 1 else ""
-        announce(f"{doing} on {len(training.examples):,} examples: {config.epochs} epoch(s) of "
-                 f"{steps // config.epochs:,} batches of up to {config.batch_size}{replicas}", progress, logger)
+        announce(f"{doing} on {len(training.examples):,} examples: {config.epochs} epoch{'s' * (config.epochs != 1)} "
+                 f"of {steps // config.epochs:,} batches of up to {config.batch_size}{replicas}", progress, logger)
+        if task.training_summary(config, train):
+            announce(task.training_summary(config, train), progress, logger)
         model = task.build_model(encoder, config.dropout)
         task.configure_training(model, config)
         with global_policy(config.mixed_precision):
@@ -253,9 +257,11 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
     try:
         dev_scores = DevScores(task, dev, config.batch_size) if dev is not None else None
         started = time.perf_counter()
-        history = _fit(model, training.batches, config, strategy, task.class_weight(config, train), dev_scores,
-                       checkpoints / "best.weights.h5", progress)
+        history, stopped = _fit(model, training.batches, config, strategy, task.class_weight(config, train),
+                                dev_scores, checkpoints / "best.weights.h5", progress)
         train_seconds = time.perf_counter() - started
+        if stopped is not None and not (dev_scores and dev_scores.epoch_scores and config.select_best):
+            raise stopped  # no epoch scored to keep: nothing is saved
         metrics, best_epoch = {}, None
         if dev_scores is not None:
             primary = [scores[config.primary_metric()] for scores in dev_scores.epoch_scores]
@@ -280,7 +286,8 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
     finally:
         shutil.rmtree(checkpoints, ignore_errors=True)
     return FinetuneResult(out if is_chief(strategy) else None, metrics, best_epoch, epochs_run, epoch_logs,
-                          len(training.examples), updates, train_seconds, model if teacher is None else model.student)
+                          len(training.examples), updates, train_seconds, model if teacher is None else model.student,
+                          stopped)
 
 
 def _strategy(config: FinetuneConfig) -> tf.distribute.Strategy:
@@ -357,10 +364,12 @@ def _warn_if_collapsed(task: FinetuneTask, model, data, name: str, config: Finet
 
 
 def _fit(model, batches, config: FinetuneConfig, strategy: tf.distribute.Strategy, class_weight,
-         dev_scores: DevScores | None, best_weights: Path, progress: bool) -> keras.callbacks.History:
+         dev_scores: DevScores | None, best_weights: Path, progress: bool
+         ) -> tuple[keras.callbacks.History, TrainingStopped | None]:
     """`model.fit` with the dev scoring, best-epoch checkpoint and early-stopping callbacks the config asks for; under
     a distribution strategy, `distributed_fit`, the pre-training loop's step (Keras 3's `fit` fails under
-    MultiWorkerMirroredStrategy and, under MirroredStrategy, skips the data's first order)."""
+    MultiWorkerMirroredStrategy and, under MirroredStrategy, skips the data's first order). SIGTERM or SIGINT stops
+    `fit` after its step (the epoch cut short is scored as the others): the history, and the stop (None if none)."""
     callbacks = []
     if dev_scores is not None:
         monitor = f"val_{config.primary_metric()}"
@@ -373,8 +382,8 @@ def _fit(model, batches, config: FinetuneConfig, strategy: tf.distribute.Strateg
                 monitor=monitor, mode="max", patience=config.early_stopping_patience, verbose=int(progress)))
     steps_per_epoch = int(batches.cardinality())
     verbose = 0
-    if progress:  # a bar in a terminal; elsewhere a line per epoch and plain lines at a steady pace within it
-        verbose = 1 if is_terminal() else 2
+    if progress:  # a bar in a terminal; elsewhere plain lines at a steady pace and a line per epoch (not Keras')
+        verbose = 1 if is_terminal() else 0
         if not is_terminal():
             callbacks.append(TextProgressCallback(config.epochs, steps_per_epoch, config.batch_size))
     with warnings.catch_warnings():
@@ -385,9 +394,12 @@ def _fit(model, batches, config: FinetuneConfig, strategy: tf.distribute.Strateg
         # and drops a pass at every epoch's end, so its epochs would see every other order).
         if config.strategy != "default":
             return distributed_fit(model, batches, strategy, config.epochs, steps_per_epoch, callbacks, verbose,
-                                   class_weight)
-        return model.fit(batches, epochs=config.epochs, steps_per_epoch=steps_per_epoch,
-                         callbacks=callbacks, verbose=verbose, class_weight=class_weight, shuffle=False)
+                                   class_weight), None
+        with StopSignals() as signals:
+            stop = StopOnSignal(signals)
+            history = model.fit(batches, epochs=config.epochs, steps_per_epoch=steps_per_epoch,
+                                callbacks=[*callbacks, stop], verbose=verbose, class_weight=class_weight, shuffle=False)
+        return history, stop.stopped
 
 
 def evaluate(model_dir, data_file, batch_size: int = 32, progress: bool = True,

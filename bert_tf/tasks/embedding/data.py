@@ -28,7 +28,7 @@ import math
 from pathlib import Path
 
 from bert_tf.tasks.data_rows import read_rows
-from bert_tf.text_files import existing_file, utf8_lines
+from bert_tf.text_files import existing_file, json_kind, utf8_lines
 
 KINDS = ("scored", "pairs", "sentences")
 # (columns of the texts, score column or None), in the order they are tried.
@@ -83,7 +83,8 @@ def _stsb_rows(path: Path):
         yield number, (fields[5], fields[6]), fields[4]
 
 
-def _column_rows(path: Path):
+def _column_rows(path: Path) -> tuple[bool, object]:
+    """Whether the file is of scored pairs, and its rows: (line, texts, score or None)."""
     rows = read_rows(path)
     _, available = next(rows)
     for columns, score in KNOWN_COLUMNS:
@@ -99,8 +100,26 @@ def _column_rows(path: Path):
         raise ValueError(f"{path} has a label column, as classification files have: sentence embeddings read scored "
                          "pairs (sentence1/sentence2/score), pairs (anchor/positive[/negative]) or sentences (text, or "
                          "a .txt file of a line each).")
-    for number, row in rows:
-        yield number, tuple(str(row[column]) for column in columns), None if score is None else row[score]
+    return score is not None, ((number, row_texts(row, columns, path, number), None if score is None else
+                                row.get(score)) for number, row in rows)
+
+
+def row_texts(row: dict, columns: tuple[str, ...], path, line: int) -> tuple[str, ...]:
+    """The texts of `columns` in `row` (line `line` of `path`); a column the row lacks, or a value that is not text
+    (null, a number, a list: a JSON line's), is an error that names the line.
+
+    Example:
+        >>> row_texts({"anchor": "a fine film", "positive": None}, ("anchor", "positive"), "pairs.jsonl", 3)
+        Traceback (most recent call last):
+        ...
+        ValueError: pairs.jsonl, line 3: positive is null, not a text.
+    """
+    for column in columns:
+        if column not in row:
+            raise ValueError(f"{path}, line {line}: no {column}; every row of this file needs {', '.join(columns)}.")
+        if not isinstance(row[column], str):
+            raise ValueError(f"{path}, line {line}: {column} is {json_kind(row[column])}, not a text.")
+    return tuple(row[column] for column in columns)
 
 
 def _kind(width: int, scored: bool) -> str:
@@ -114,25 +133,28 @@ def read_embedding_file(path: str | Path, score_range: tuple[float, float] = (0.
     if first is None:
         raise ValueError(f"{path}: the file is empty.")
     if path.suffix.lower() == ".txt" and not _is_stsb_line(first):
-        rows = ((number, (line.strip(),), None) for number, line in enumerate(utf8_lines(path), start=1)
-                if line.strip())
+        scored, rows = False, ((number, (line.strip(),), None) for number, line in enumerate(utf8_lines(path), start=1)
+                               if line.strip())
     else:
-        rows = _stsb_rows(path) if _is_stsb_line(first) else _column_rows(path)
+        scored, rows = (True, _stsb_rows(path)) if _is_stsb_line(first) else _column_rows(path)
     texts, scores, lines = [], [], []
     for number, example, score in rows:
         if any(not text.strip() for text in example):
             raise ValueError(f"{path}, line {number}: an empty text.")
         texts.append(example)
         lines.append(number)
-        if score is not None:
+        if scored:
             scores.append(_score(score, score_range, path, number))
     if not texts:
         raise ValueError(f"{path}: no examples.")
-    return EmbeddingExamples(str(path), _kind(len(texts[0]), bool(scores)), texts, scores or None, lines)
+    return EmbeddingExamples(str(path), _kind(len(texts[0]), scored), texts, scores or None, lines)
 
 
 def _score(value, score_range: tuple[float, float], path, line: int) -> float:
     low, high = score_range
+    if value is None or isinstance(value, bool):
+        raise ValueError(f"{path}, line {line}: " + ("no score." if value is None else
+                                                      f"the score {json_kind(value)} is not a number."))
     try:
         score = float(value)
     except (TypeError, ValueError):

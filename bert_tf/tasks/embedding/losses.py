@@ -109,6 +109,10 @@ class MatryoshkaLoss(keras.losses.Loss):
             raise ValueError(f"MatryoshkaLoss: dims must be positive sizes, got {list(dims)}.")
 
     def call(self, y_true, y_pred):
+        size = y_pred.shape[-1]
+        if size is not None and max(self.dims) > size:
+            raise ValueError(f"MatryoshkaLoss: the size {max(self.dims)} (--matryoshka-dims) is more than the vectors' "
+                             f"{size} values.")
         return tf.add_n([self.loss(y_true, y_pred[..., :dim]) for dim in self.dims])
 
     def get_config(self):

@@ -28,6 +28,7 @@ from bert_tf.checkpoints import from_pretrained, write_hf_directory
 from bert_tf.file_modes import readable_as_umask_allows
 from bert_tf.tasks.base import FolderFormat
 from bert_tf.tasks.embedding.model import BertEmbedder
+from bert_tf.text_files import json_file, json_kind
 
 MODULES_FILE = "modules.json"
 LAYOUTS = (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"], ["Transformer", "Pooling", "Dense"],
@@ -43,20 +44,50 @@ def is_sentence_transformers_folder(path) -> bool:
     return (Path(path) / MODULES_FILE).is_file()
 
 
-def _module_kind(module: dict) -> str:
-    """"Transformer", "Pooling", "Normalize", ...: the last part of the module's class path."""
-    return module.get("type", "").rsplit(".", 1)[-1]
+def _modules(folder: Path) -> list[tuple[str, Path | None]]:
+    """(kind, folder) of each module that `modules.json` lists: "Transformer", "Pooling", ... (the last part of its
+    class path) and its folder inside `folder` (None where it names none); what sentence-transformers could not
+    read either is an error in one line naming the file and the field."""
+    file = folder / MODULES_FILE
+    modules = []
+    for number, module in enumerate(json_file(file, list)):
+        if not isinstance(module, dict):
+            raise ValueError(f"{file}: module {number} is {json_kind(module)}, not an object with a type and a path.")
+        kind = module.get("type")
+        if not isinstance(kind, str):
+            raise ValueError(f"{file}: module {number}'s type is {json_kind(kind)}, not a class path "
+                             "(sentence_transformers.models.Pooling).")
+        path = module.get("path")
+        if path is not None and not isinstance(path, str):
+            raise ValueError(f"{file}: module {number}'s path is {json_kind(path)}, not a folder name.")
+        if path is not None and (Path(path).is_absolute() or ".." in Path(path).parts):
+            raise ValueError(f"{file}: module {number}'s path {path!r} leads out of {folder}; a module's folder is "
+                             "inside the model's (as sentence-transformers requires).")
+        modules.append((kind.rsplit(".", 1)[-1], None if path is None else folder / path))
+    return modules
 
 
-def _pooling(config: dict, where: Path) -> str:
+def _module_folder(modules: list, index: int, folder: Path) -> Path:
+    kind, path = modules[index]
+    if path is None:
+        raise ValueError(f"{folder / MODULES_FILE}: module {index} ({kind}) has no path, the folder of its files.")
+    return path
+
+
+def _pooling(config_file: Path) -> str:
+    config = json_file(config_file, dict)
     if "pooling_mode" in config:  # sentence-transformers 6
-        modes = [config["pooling_mode"]]
+        mode = config["pooling_mode"]
+        if not isinstance(mode, str):
+            raise ValueError(f"{config_file}: pooling_mode is {json_kind(mode)}; bert-tf pools by one of "
+                             f"{', '.join(POOLING_FLAGS)}.")
+        modes = [mode]
     else:
         modes = [flag for flag in ALL_POOLING_FLAGS if config.get(flag)]
     names = {flag: name for name, flag in POOLING_FLAGS.items()}
     modes = [names.get(mode, mode) for mode in modes]
     if len(modes) != 1 or modes[0] not in POOLING_FLAGS:
-        raise ValueError(f"{where}: pooling {' + '.join(modes) or 'none'}; bert-tf pools by one of "
+        raise ValueError(f"{config_file}: pooling {' + '.join(modes) or 'none'}; bert-tf pools by one of "
                          f"{', '.join(POOLING_FLAGS)}.")
     return modes[0]
 
@@ -66,7 +97,7 @@ def _seq_length(folder: Path, transformer: Path) -> int | None:
                       (transformer / "sentence_bert_config.json", "max_seq_length"),
                       (transformer / "tokenizer_config.json", "model_max_length")):
         if path.is_file():
-            value = json.loads(path.read_text(encoding="utf-8")).get(key)
+            value = json_file(path, dict).get(key)
             if isinstance(value, int) and 0 < value < 10**6:
                 return value
     return None
@@ -75,16 +106,18 @@ def _seq_length(folder: Path, transformer: Path) -> int | None:
 def read_sentence_transformers_folder(path) -> tuple[BertEmbedder, int | None]:
     """The `BertEmbedder` of a sentence-transformers folder and the longest input it reads (None if unsaid)."""
     folder = Path(path)
-    modules = json.loads((folder / MODULES_FILE).read_text(encoding="utf-8"))
-    kinds = [_module_kind(module) for module in modules]
+    modules = _modules(folder)
+    kinds = [kind for kind, _ in modules]
     if kinds not in LAYOUTS:
         raise ValueError(f"{folder / MODULES_FILE}: modules {' → '.join(kinds)}; bert-tf reads a Transformer, a "
                          "Pooling, an optional Dense and an optional Normalize.")
-    transformer = folder / modules[0].get("path", "")
-    pooling = _pooling(json.loads((folder / modules[1]["path"] / "config.json").read_text(encoding="utf-8")),
-                       folder / modules[1]["path"] / "config.json")
+    transformer = modules[0][1] or folder
+    pooling = _pooling(_module_folder(modules, 1, folder) / "config.json")
+    dense = _dense(_module_folder(modules, 2, folder)) if "Dense" in kinds else None
     encoder = from_pretrained(transformer)
-    dense = _dense(folder / modules[2]["path"]) if "Dense" in kinds else None
+    if encoder.vocab_file is None:
+        raise ValueError(f"{transformer}: no vocab.txt (nor a WordPiece tokenizer.json): the vocabulary the model "
+                         "reads is missing.")
     model = BertEmbedder(encoder, pooling=pooling, normalize=kinds[-1] == "Normalize",
                          embedding_size=None if dense is None else dense[0].shape[0])
     if dense is not None:
@@ -101,13 +134,31 @@ def _dense(folder: Path):
     """(weight [out, in], bias [out]) of a Dense module without activation."""
     from safetensors.numpy import load_file
 
-    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    config = json_file(folder / "config.json", dict)
     if config.get("activation_function") != IDENTITY or not config.get("bias", True):
         raise ValueError(f"{folder / 'config.json'}: a Dense module with activation "
                          f"{config.get('activation_function')!r} (bias {config.get('bias', True)}); bert-tf reads a "
                          "linear one with a bias (the projection of an embedder).")
-    tensors = load_file(str(folder / "model.safetensors"))
-    return tensors["linear.weight"], tensors["linear.bias"]
+    file = folder / "model.safetensors"
+    if not file.is_file():
+        raise FileNotFoundError(f"{file} not found: the Dense module's weights.")
+    try:
+        tensors = load_file(str(file))
+    except Exception as error:  # safetensors' own error type, for a file cut short or not safetensors at all
+        raise ValueError(f"{file}: not a readable safetensors file ({str(error).splitlines()[0][:200]}).") from None
+    for name in ("linear.weight", "linear.bias"):
+        if name not in tensors:
+            raise ValueError(f"{file}: no {name}; a Dense module holds linear.weight [out, in] and linear.bias [out].")
+        if not np.issubdtype(tensors[name].dtype, np.floating) or not np.isfinite(tensors[name]).all():
+            raise ValueError(f"{file}: {name} holds " + ("NaN or infinite values" if np.issubdtype(
+                tensors[name].dtype, np.floating) else f"{tensors[name].dtype} values") + ", not weights.")
+    weight, bias = tensors["linear.weight"], tensors["linear.bias"]
+    if weight.ndim != 2 or 0 in weight.shape:
+        raise ValueError(f"{file}: linear.weight has shape {list(weight.shape)}; a Dense module's is [out, in].")
+    if bias.shape != weight.shape[:1]:
+        raise ValueError(f"{file}: linear.bias has shape {list(bias.shape)}; linear.weight {list(weight.shape)} "
+                         f"wants [{weight.shape[0]}].")
+    return weight.astype(np.float32), bias.astype(np.float32)
 
 
 def write_sentence_transformers_folder(model: BertEmbedder, out_dir, vocab_file=None, lower_case: bool | None = None,

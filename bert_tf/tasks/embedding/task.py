@@ -47,6 +47,34 @@ from bert_tf.tasks.text_serving import text_packer
 SCORED_LOSSES = ("cosent", "cosine")
 
 
+def check_comparable(loss: str, data, batch_size: int, source) -> None:
+    """Refuses, in one line naming `source`, training data in which the `loss` named compares nothing, so that every
+    step's loss would be 0 and the weights written unchanged: CoSENT orders the pairs of a batch by their scores
+    (batches of one pair, or pairs all scored the same, have no order); in-batch negatives score each anchor's
+    positive against the batch's other texts (batches of one pair or sentence have none, without a hard negative).
+
+    Example:
+        >>> check_comparable("cosent", EmbeddingData("scored", ["a", "b"], np.array([[0, 1]] * 3), np.full(3, 0.8,
+        ...                  np.float32)), 16, "sts.tsv")
+        Traceback (most recent call last):
+        ...
+        ValueError: sts.tsv: all 3 pairs are scored the same, so CoSENT, which orders the pairs by their scores, has nothing to compare; give pairs of different scores (or --loss cosine).
+    """
+    examples = len(data.labels)
+    per_batch = min(batch_size, examples)
+    if loss == "cosent" and per_batch > 1 and np.ptp(data.labels) == 0:
+        raise ValueError(f"{source}: all {examples} pairs are scored the same, so CoSENT, which orders the pairs by "
+                         "their scores, has nothing to compare; give pairs of different scores (or --loss cosine).")
+    if per_batch > 1 or loss == "cosine" or (loss != "cosent" and data.groups.shape[1] > 2):
+        return
+    what = {"scored": "scored pair", "pairs": "pair", "sentences": "sentence"}.get(data.kind, "example")
+    reason = ("CoSENT orders the pairs of a batch by their scores" if loss == "cosent" else
+              "in-batch negatives score each anchor's positive against the other texts of its batch")
+    raise ValueError(f"{source}: {'1 ' + what if examples == 1 else '--batch-size 1'} leaves each batch one {what}, "
+                     f"and {reason}, so nothing would be compared: give at least 2 examples and --batch-size 2 or "
+                     "more" + ("" if loss == "cosent" else ", or hard negatives (anchor, positive, negative)") + ".")
+
+
 @dataclasses.dataclass
 class EmbeddingData:
     """Examples as the texts to embed (each once) and, per example, the indices of its texts."""
@@ -64,6 +92,12 @@ def _distinct(texts: list[str]) -> tuple[list[str], dict[str, int]]:
     for text in texts:
         index.setdefault(text, len(index))
     return list(index), index
+
+
+def _loss_name(config, data: EmbeddingData) -> str:
+    """The loss `config.settings.embedding_loss` names, or the one `data` calls for: CoSENT for scored pairs, else in-batch
+    negatives."""
+    return config.settings.embedding_loss or ("cosent" if data.kind == "scored" else "in_batch_negatives")
 
 
 class EmbeddingTask(FinetuneTask):
@@ -208,15 +242,30 @@ class EmbeddingTask(FinetuneTask):
                              "(jit_compile) and without a teacher.")
         model.mini_batch_size = config.settings.mini_batch_size
 
+    def training_summary(self, config, data) -> str:
+        """The training file's format and the loss it trains with: "scored pairs → CoSENT", "sentences → SimCSE"."""
+        name = _loss_name(config, data)
+        texts = data.groups.shape[1]
+        found = {"scored": "scored pairs", "sentences": "sentences",
+                 "pairs": "pairs" if texts == 2 else "triples (anchor, positive, hard negative)"}[data.kind]
+        loss = {"cosent": "CoSENT", "cosine": "cosine regression",
+                "in_batch_negatives": "SimCSE, in-batch negatives of each sentence paired with itself"
+                if data.kind == "sentences" else "in-batch negatives"}[name]
+        sizes = f", at sizes {', '.join(map(str, config.settings.matryoshka_dims))} too" if config.settings.matryoshka_dims else ""
+        chosen = "as --loss asks" if config.settings.embedding_loss else "the default; --loss chooses another"
+        return f"{config.train_file}: {found} → {loss}{sizes} ({chosen})"
+
     def loss(self, config, data):
         """The loss `embedding_loss` names, or the one the data calls for; summed over `matryoshka_dims` (the run's
         settings, `config.settings`)."""
         settings = config.settings
-        name = settings.embedding_loss or ("cosent" if data.kind == "scored" else "in_batch_negatives")
+        name = _loss_name(config, data)
         if (name in SCORED_LOSSES) != (data.kind == "scored"):
             raise ValueError(f"The {name} loss trains on " + ("scored pairs (sentence1, sentence2, score)" if name in
                              SCORED_LOSSES else "pairs, triples or sentences") + f"; the training file holds "
                              f"{data.kind} examples.")
+        if not (config.teacher and config.soft_weight == 1):  # else the data's loss is not trained on alone
+            check_comparable(name, data, config.batch_size, config.train_file)
         loss = {"in_batch_negatives": lambda: InBatchNegativesLoss(settings.similarity_scale, settings.symmetric),
                 "cosent": lambda: CoSENTLoss(settings.similarity_scale),
                 "cosine": CosineSimilarityLoss}[name]()

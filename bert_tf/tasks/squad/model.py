@@ -63,7 +63,7 @@ class BertSpanLabeler(BertTaskModel):
         """The share of exactly found start (end) positions."""
         return {name: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")] for name in OUTPUT_NAMES}
 
-    def compile(self, optimizer, loss="auto", metrics="auto", **kwargs):
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         """`BertTaskModel.compile`; with `loss="auto"`, the loss is the mean of the start and end losses."""
         if _is_auto(loss):
             kwargs.setdefault("loss_weights", {name: 0.5 for name in OUTPUT_NAMES})
