@@ -11,6 +11,8 @@ import contextlib
 import tempfile
 from pathlib import Path
 
+from bert_tf_cli.argument_checks import check, existing_path, task_model_path
+
 # What reading a data file and scoring answers take from a served model's `model_info`, beside its task.
 SERVED_SETTINGS = ("label_names", "multi_label_threshold", "version_2")
 
@@ -30,7 +32,7 @@ def register(commands) -> None:
     parser.add_argument("--server", metavar="HOST:PORT",
                         help="ask this TF Serving (or `bert-tf serve`) gRPC server, for a model exported by `bert-tf "
                              "export` (with text signatures)")
-    parser.add_argument("--data", required=True, help="labelled data file")
+    parser.add_argument("--data", required=True, type=existing_path, help="labelled data file")
     parser.add_argument("--text-column", help="classification: the file's text column (default: the model's)")
     parser.add_argument("--text-pair-column", help="classification: the file's second text column")
     parser.add_argument("--label-column", help="classification: the file's label column")
@@ -40,6 +42,8 @@ def register(commands) -> None:
 
 
 def run(args) -> None:
+    if not args.server:
+        check("--model", args.model, task_model_path)
     import json
 
     from bert_tf.model_directory import exported_version, is_bert_tf_directory

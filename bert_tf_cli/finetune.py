@@ -4,6 +4,7 @@ data."""
 import argparse
 import re
 
+from bert_tf_cli.argument_checks import existing_file, existing_path, preset_or_path
 from bert_tf_cli.config_defaults import dataclass_defaults
 
 # pipelines.finetune_config.TASKS, which imports TensorFlow (tests/test_cli_startup.py checks they agree).
@@ -41,12 +42,12 @@ def register(commands) -> None:
                     "every epoch, the best epoch kept. --init is a checkpoint (bert-tf, Google, Hugging Face, "
                     "KerasHub; e.g. `bert-tf pretrain`'s OUT/model) or a random start from a preset name or "
                     "bert_config.json (then --vocab is required). The output directory is written at the end only.")
-    parser.add_argument("--task", choices=TASKS, required=True)
-    parser.add_argument("--train", required=True, help="training file")
-    parser.add_argument("--dev", help="dev file, scored after every epoch")
-    parser.add_argument("--init", required=True,
+    parser.add_argument("--task", choices=TASKS, required=True, help="what the model learns; the data's format")
+    parser.add_argument("--train", required=True, type=existing_file, help="training file")
+    parser.add_argument("--dev", type=existing_path, help="dev file (embed: or a BEIR folder), scored after every epoch")
+    parser.add_argument("--init", required=True, type=preset_or_path,
                         help=f"checkpoint, preset name ({preset_names()}) or bert_config.json")
-    parser.add_argument("--vocab", help="vocab.txt (required for a random start; default: the checkpoint's)")
+    parser.add_argument("--vocab", type=existing_file, help="vocab.txt (required for a random start; default: the checkpoint's)")
     parser.add_argument("--out", required=True, help="output model directory")
     parser.add_argument("--overwrite", action="store_true", help="replace a non-empty output directory")
     parser.add_argument("--cased", action="store_true", default=None, help="the vocabulary is cased")
@@ -56,7 +57,7 @@ def register(commands) -> None:
     classify = parser.add_argument_group("classification (--task classify)")
     classify.add_argument("--text-column", help="default: GLUE's and common names (sentence, #1 String, text, ...)")
     classify.add_argument("--text-pair-column", help="second text, for sentence-pair tasks")
-    classify.add_argument("--label-column")
+    classify.add_argument("--label-column", help="default: label (MRPC: Quality; QQP: is_duplicate)")
     classify.add_argument("--label-names", type=_names, metavar="NAME,NAME,...",
                           help="the classes' names in id order, e.g. negative,positive: the data's labels are "
                                "these names or their ids 0, 1, ... (default: the labels as written)")
@@ -65,13 +66,16 @@ def register(commands) -> None:
                           help="between labels in a CSV/TSV cell (multi-label)")
     classify.add_argument("--class-weights", action="store_true", help="weight classes by n / (k * count)")
     classify.add_argument("--focal-loss", action="store_true", help="focal loss instead of cross-entropy")
-    classify.add_argument("--focal-gamma", type=float)
+    classify.add_argument("--focal-gamma", type=float, help=f"focal loss's γ (default: {default['focal_gamma']})")
     squad = parser.add_argument_group("question answering (--task squad)")
-    squad.add_argument("--doc-stride", type=int)
-    squad.add_argument("--max-query-length", type=int)
-    squad.add_argument("--max-answer-length", type=int)
-    squad.add_argument("--n-best-size", type=int)
-    squad.add_argument("--null-score-threshold", type=float)
+    spec = dataclass_defaults("bert_tf/tasks/spec.py", "TaskSpec")
+    squad.add_argument("--doc-stride", type=int, help=f"tokens between the starts of a context's windows (default: {spec['doc_stride']})")
+    squad.add_argument("--max-query-length", type=int, help=f"question tokens kept (default: {spec['max_query_length']})")
+    squad.add_argument("--max-answer-length", type=int, help=f"tokens of the longest answer considered (default: {spec['max_answer_length']})")
+    squad.add_argument("--n-best-size", type=int, help=f"start and end candidates per window (default: {spec['n_best_size']})")
+    squad.add_argument("--null-score-threshold", type=float,
+                       help="SQuAD 2.0: answer nothing when the null score beats the best span's by more (default: "
+                            f"{spec['null_score_threshold']:g})")
     embed = parser.add_argument_group(
         "sentence embeddings (--task embed)",
         "--train: scored pairs (STS-B's files, or sentence1/sentence2/score columns), pairs or triples "

@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+from bert_tf_cli.argument_checks import existing_file, existing_path, model_directory_path
+
 
 def register(commands) -> None:
     index = commands.add_parser(
@@ -12,8 +14,8 @@ def register(commands) -> None:
                     "and TF Serving serve it as any model. The vectors take documents x size x 4 bytes in the server. "
                     "--corpus: BEIR's corpus.jsonl ({_id, title, text}), {id, text} lines, or a .txt file, a "
                     "document per line.")
-    index.add_argument("--model", required=True, help="a sentence-embedding model directory")
-    index.add_argument("--corpus", required=True, help="the documents: .jsonl or .txt")
+    index.add_argument("--model", required=True, type=model_directory_path, help="a sentence-embedding model directory")
+    index.add_argument("--corpus", required=True, type=existing_file, help="the documents: .jsonl or .txt")
     index.add_argument("--out", required=True, help="the base path (holding NAME/)")
     index.add_argument("--name", required=True, help="the search model's name, its directory under --out")
     index.add_argument("--version", type=int, help="the version (default: the highest there + 1)")
@@ -23,7 +25,7 @@ def register(commands) -> None:
         "search", help="the documents a search SavedModel (bert-tf index) finds for queries",
         description="Prints rank, score and document id of the best documents for each query.")
     search.add_argument("queries", nargs="+", help="query texts")
-    search.add_argument("--model", required=True, help="OUT/NAME of bert-tf index (its latest version), or a version")
+    search.add_argument("--model", required=True, type=existing_path, help="OUT/NAME of bert-tf index (its latest version), or a version")
     search.set_defaults(run=run_search)
 
 
