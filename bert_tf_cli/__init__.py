@@ -44,7 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     else:
         quiet_tensorflow()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit:  # --help and --version exit 0 as argparse does; a bad argument's status is returned
+        if not exit.code:
+            raise
+        return exit.code
     if args.command is None:  # `bert-tf` alone
         parser.print_help()
         return 0

@@ -25,7 +25,7 @@ import difflib
 import functools
 from pathlib import Path
 
-from bert_tf_cli.config_defaults import dataclass_defaults
+from bert_tf_cli.config_defaults import module_constants
 
 STDIN = "-"
 # What a folder holding a model has (bert_tf.checkpoints, bert_tf.model_directory, serving.protocol): a file, or a
@@ -54,7 +54,7 @@ def did_you_mean(word: str, choices) -> str:
 @functools.cache
 def preset_names() -> tuple[str, ...]:
     """`bert_tf.BertConfig.preset_names()`, read from bert_tf/config.py (importing it imports TensorFlow)."""
-    constants = dataclass_defaults("bert_tf/config.py", "BertConfig")
+    constants = module_constants("bert_tf/config.py")
     small = [f"bert_L{layers}_H{hidden}" for layers in constants["_SMALL_BERT_LAYERS"]
              for hidden in constants["_SMALL_BERT_HIDDEN"]]
     return (*small, "bert_L24_H1024", *constants["PRESET_ALIASES"])

@@ -1,4 +1,5 @@
-"""The argument parser of `bert-tf` and its commands: "did you mean" for a misspelt choice, old flag spellings hidden.
+"""The argument parser of `bert-tf` and its commands: one-line errors, "did you mean" for a misspelt choice, old flag
+spellings hidden.
 
 A flag renamed so that one thing has one name across commands (`--out`, `--input`, `--seq-length`)
 keeps its old spelling as a second option string that works and that the help no longer shows
@@ -37,15 +38,16 @@ class _HelpWithoutOldSpellings(argparse.HelpFormatter):
 
 
 class CommandParser(argparse.ArgumentParser):
-    """`argparse.ArgumentParser` (its subcommands' parsers too) whose invalid-choice errors name the closest choice,
-    and whose help leaves out `OLD_SPELLINGS`."""
+    """`argparse.ArgumentParser` (its subcommands' parsers too) whose errors are one line, an invalid choice's naming
+    the closest choice, and whose help leaves out `OLD_SPELLINGS`."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", _HelpWithoutOldSpellings)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):
+        """One line, as every error of the command line (no usage above it: `--help` shows it), and exit status 2."""
         invalid = INVALID_CHOICE.search(message)
         if invalid:
             message += did_you_mean(invalid["given"], re.findall(r"'([^']*)'", invalid["choices"]))
-        super().error(message)
+        self.exit(2, f"{self.prog}: error: {message}\n")

@@ -6,6 +6,7 @@ import re
 
 from bert_tf_cli.argument_checks import existing_file, existing_path, preset_or_path
 from bert_tf_cli.config_defaults import dataclass_defaults
+from bert_tf_cli.data_checks import check_task_file
 
 # pipelines.finetune_config.TASKS, which imports TensorFlow (tests/test_cli_startup.py checks they agree).
 TASKS = ("classify", "ner", "squad", "embed")
@@ -201,6 +202,9 @@ def finetune_config(flags: dict[str, str], **settings):
 
 
 def run(args) -> int:
+    for flag, path in (("--train", args.train), ("--dev", args.dev)):
+        if path:
+            check_task_file(args.task, path, flag, args.text_column, args.text_pair_column, args.label_column)
     config = config_from_args(args)
     result = train(config)
     if isinstance(result, int):

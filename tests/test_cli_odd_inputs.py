@@ -50,14 +50,16 @@ def test_a_crafted_model_file_is_refused_in_one_line(tmp_path, classifier_dir, c
     assert not (tmp_path / "pwned").exists()
 
 
-def test_a_folder_for_a_data_file_is_named_a_folder_before_the_model_loads(tmp_path, capsys):
-    line = one_line_error(capsys, "evaluate", "--model", tmp_path / "no-model", "--data", tmp_path)
+def test_a_folder_for_a_data_file_is_named_a_folder(tmp_path, classifier_dir, capsys):
+    line = one_line_error(capsys, "evaluate", "--model", classifier_dir, "--data", tmp_path)
     assert line == (f"bert-tf evaluate: error: {tmp_path} is a folder: name the data file in it (--data).")
 
 
-def test_a_missing_data_file_is_found_missing_before_the_model_loads(tmp_path, capsys):
+def test_a_missing_data_file_and_model_are_found_missing_as_the_arguments_are_read(tmp_path, capsys):
     line = one_line_error(capsys, "evaluate", "--model", tmp_path / "no-model", "--data", tmp_path / "dev.tsv")
-    assert line == f"bert-tf evaluate: error: Data file not found: {tmp_path / 'dev.tsv'}"
+    assert line == f"bert-tf evaluate: error: argument --data: no such file or folder: {tmp_path / 'dev.tsv'}"
+    line = one_line_error(capsys, "evaluate", "--model", tmp_path / "no-model", "--data", tmp_path)
+    assert line == f"bert-tf evaluate: error: argument --model: no such model folder: {tmp_path / 'no-model'}"
 
 
 def test_a_txt_file_that_is_tab_separated_is_read_as_tsv(tmp_path, classifier_dir, capsys):

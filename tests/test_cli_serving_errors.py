@@ -75,7 +75,8 @@ def test_serve_with_a_bad_config_file_or_none_is_one_line(capsys, tmp_path):
     config_file = tmp_path / "models.config"
     config_file.write_text('model_config_list { config { name: "a" base_path: "models/a" model_platform: "tensorflow" } }')
     assert "to have an absolute path" in error_line(capsys, ["serve", "--model_config_file", str(config_file)])
-    assert "not found" in error_line(capsys, ["serve", "--model_config_file", str(tmp_path / "absent.config")])
+    assert "argument --model_config_file: no such file" in error_line(
+        capsys, ["serve", "--model_config_file", str(tmp_path / "absent.config")])
     assert "--model_base_path" in error_line(capsys, ["serve"])
 
 
