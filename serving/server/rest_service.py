@@ -66,6 +66,7 @@ from serving import rest_json
 from serving.server import monitoring
 from serving.server.classify import classify
 from serving.server.errors import ServingError, http_status
+from serving.server.freed_memory import give_back_freed_memory
 from serving.server.http_framing import Framing, Refusal, frame
 from serving.server.memory_budget import MemoryBudget
 from serving.server.model_manager import ModelManager
@@ -80,6 +81,9 @@ MAX_PENDING_BYTES = 128 * 2**20  # requests received and not yet answered, all c
 # 24 of "ab", 12 to 22 of token ids; with the body itself and the allocator's slack, 40.
 JSON_COST_PER_BYTE = 40
 LARGEST_BODIES_AT_ONCE = 2
+# After answering a body of this size or more, the memory its decoding freed goes back to the system
+# (`serving.server.freed_memory`), once no other body is being decoded.
+GIVE_BACK_AFTER_BODY_BYTES = 2**20
 REFUSED_BODY_DRAIN_S = 1.0  # after refusing a body, read and drop what the client still sends, so it sees the answer
 MONITORED_APIS = {"predict": "Predict", "classify": "Classify"}  # REST verb -> TF Serving's API label
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4"  # Prometheus's text format
@@ -457,6 +461,10 @@ class _Handler(BaseHTTPRequestHandler):
                 logger.exception("REST %s %s failed unexpectedly.", method, self.path)
                 status, answer, code = 500, {"error": f"{type(error).__name__}: {error}"}, "INTERNAL"
         self._send(status, answer)
+        large = len(body) >= GIVE_BACK_AFTER_BODY_BYTES
+        del body, answer  # theirs too
+        if large and self.server.decoding.used == 0:
+            give_back_freed_memory()
         route = _ROUTE.fullmatch(path)
         if method == "POST" and route is not None and route["verb"] in MONITORED_APIS:
             monitoring.record_request(urllib.parse.unquote(route["name"]), MONITORED_APIS[route["verb"]], "REST", code,
