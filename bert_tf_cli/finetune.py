@@ -48,7 +48,8 @@ def register(commands) -> None:
     parser.add_argument("--dev", type=existing_path, help="dev file (embed: or a BEIR folder), scored after every epoch")
     parser.add_argument("--init", required=True, type=preset_or_path,
                         help=f"checkpoint, preset name ({preset_names()}) or bert_config.json")
-    parser.add_argument("--vocab", type=existing_file, help="vocab.txt (required for a random start; default: the checkpoint's)")
+    parser.add_argument("--vocab", type=existing_file,
+                        help="vocab.txt (required for a random start; default: the checkpoint's)")
     parser.add_argument("--out", required=True, help="output model directory")
     parser.add_argument("--overwrite", action="store_true", help="replace a non-empty output directory")
     parser.add_argument("--cased", action="store_true", default=None, help="the vocabulary is cased")
@@ -70,10 +71,14 @@ def register(commands) -> None:
     classify.add_argument("--focal-gamma", type=float, help=f"focal loss's γ (default: {default['focal_gamma']})")
     squad = parser.add_argument_group("question answering (--task squad)")
     spec = dataclass_defaults("bert_tf/tasks/spec.py", "TaskSpec")
-    squad.add_argument("--doc-stride", type=int, help=f"tokens between the starts of a context's windows (default: {spec['doc_stride']})")
-    squad.add_argument("--max-query-length", type=int, help=f"question tokens kept (default: {spec['max_query_length']})")
-    squad.add_argument("--max-answer-length", type=int, help=f"tokens of the longest answer considered (default: {spec['max_answer_length']})")
-    squad.add_argument("--n-best-size", type=int, help=f"start and end candidates per window (default: {spec['n_best_size']})")
+    squad.add_argument("--doc-stride", type=int,
+                       help=f"tokens between the starts of a context's windows (default: {spec['doc_stride']})")
+    squad.add_argument("--max-query-length", type=int,
+                       help=f"question tokens kept (default: {spec['max_query_length']})")
+    squad.add_argument("--max-answer-length", type=int,
+                       help=f"tokens of the longest answer considered (default: {spec['max_answer_length']})")
+    squad.add_argument("--n-best-size", type=int,
+                       help=f"start and end candidates per window (default: {spec['n_best_size']})")
     squad.add_argument("--null-score-threshold", type=float,
                        help="SQuAD 2.0: answer nothing when the null score beats the best span's by more (default: "
                             f"{spec['null_score_threshold']:g})")

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import IO, Iterable, Iterator
 
 from bert_tf_cli.argument_checks import check, existing_file, task_model_path
-from bert_tf_cli.evaluate import served_export
+from bert_tf_cli.served_export import served_export
 
 # Each task's input fields (`FinetuneTask.input_fields`): required, then optional (text lines give them in this order,
 # tab-separated).

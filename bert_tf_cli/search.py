@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from bert_tf_cli.argument_checks import existing_file, existing_path, model_directory_path
+from bert_tf_cli.argument_checks import existing_file, model_directory_path
 
 
 def register(commands) -> None:
@@ -25,7 +25,7 @@ def register(commands) -> None:
         "search", help="the documents a search SavedModel (bert-tf index) finds for queries",
         description="Prints rank, score and document id of the best documents for each query.")
     search.add_argument("queries", nargs="+", help="query texts")
-    search.add_argument("--model", required=True, type=existing_path, help="OUT/NAME of bert-tf index (its latest version), or a version")
+    search.add_argument("--model", required=True, help="OUT/NAME of bert-tf index (its latest version), or a version")
     search.set_defaults(run=run_search)
 
 
