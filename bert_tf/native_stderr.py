@@ -7,9 +7,7 @@ that code runs and write back the lines that are not noise.
 
 `quiet_tensorflow_start_up()` drops TensorFlow's start-up lines (absl's "WARNING: All log messages
 before absl::InitializeLog()", the oneDNN and CUDA-driver notices, the "failed call to cuInit ...
-(303)" of a machine without a GPU) when TensorFlow is first imported, and sets TF_CPP_MIN_LOG_LEVEL
-to 1 unless it is set, so that XLA's info lines at the first fit or predict stay out too; warnings
-and errors still show. The cuInit
+(303)" of a machine without a GPU) when TensorFlow is first imported; errors still show. The cuInit
 line comes when TensorFlow first looks for GPUs, at its first op, in the user's code: so the import
 looks for them, filtered, and TensorFlow keeps what it found (a GPU machine finds its GPUs, silently,
 and logs as before when it uses them). `import
@@ -62,14 +60,9 @@ def native_lines_dropped(noise: re.Pattern):
 
 def quiet_tensorflow_start_up() -> None:
     """Drops TensorFlow's native start-up lines (`TENSORFLOW_START_UP_LINE`) when it is first imported, if it is
-    not yet; other lines pass. Its later info lines too (XLA's "I0000 ... service.cc] XLA service ... initialized"
-    and "Compiled cluster using XLA!" at a script's first fit or predict): TF_CPP_MIN_LOG_LEVEL, which TensorFlow
-    reads as it loads, is 1 unless set (warnings and errors show). `TF_CPP_MIN_LOG_LEVEL=0` (every TensorFlow log
-    line) keeps them all."""
+    not yet; other lines pass. `TF_CPP_MIN_LOG_LEVEL=0` (every TensorFlow log line) keeps them too."""
     if os.environ.get("TF_CPP_MIN_LOG_LEVEL") == "0":
         return
-    if "tensorflow" not in sys.modules:
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     if "tensorflow" not in sys.modules and not any(getattr(f, "quiets_tensorflow", False) for f in sys.meta_path):
         sys.meta_path.insert(0, _QuietTensorFlowImport())
 
