@@ -10,6 +10,7 @@ import pytest  # noqa: E402
 SHARED_DATA = Path(os.environ.get("BERT_TF_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
+@pytest.hookimpl(trylast=True)  # after the terminal reporter is set up
 def pytest_configure(config):
     """Quiet runs (`make test`: -q, pytest-xdist) say as each test file finishes (tests/file_progress.py)."""
     terminal = config.pluginmanager.get_plugin("terminalreporter")

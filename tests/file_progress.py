@@ -47,5 +47,5 @@ class FileProgress:
         if self.finished[file] == self.totals[file]:
             self.files_done += 1
             counts = ", ".join(f"{count} {outcome}" for outcome, count in sorted(self.outcomes[file].items()))
-            self.terminal.write_line(f"{file}: {counts} in {time.monotonic() - self.started[file]:.0f} s "
-                                     f"({self.files_done} of {len(self.totals)} files)")
+            self.terminal.write(f"\n{file}: {counts} in {time.monotonic() - self.started[file]:.0f} s "
+                                f"({self.files_done} of {len(self.totals)} files)\n")  # below the line of dots
