@@ -33,7 +33,9 @@ $(VENV)/.installed-bench: $(VENV)/.installed-test
 demo: install
 	$(BIN)/bert-tf quickstart
 
-# pytest-xdist processes for the tests; each test file runs whole in one of them.
+# pytest-xdist processes for the tests; each test file runs whole in one of them. On 2 CPU cores `make test` takes
+# 11 to 15 minutes (714 tests in 11.2 min when last timed, on 2026-11-26; the suite has grown since); each test file
+# says when it is done (tests/file_progress.py), with its counts and time.
 TEST_WORKERS ?= 2
 
 test: install-test

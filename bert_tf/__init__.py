@@ -9,11 +9,16 @@ Example:
 """
 
 import os
+import sys
 
 from bert_tf.native_stderr import quiet_tensorflow_start_up
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 quiet_tensorflow_start_up()  # TensorFlow's native start-up lines are noise in a user's script; errors still show
+# No info lines later either (XLA's "I0000 ... XLA service ... initialized" at a script's first fit or predict):
+# TensorFlow reads the level as it loads; warnings and errors still show, and a level the user set stays.
+if "tensorflow" not in sys.modules:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 import keras  # noqa: E402
 

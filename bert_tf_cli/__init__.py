@@ -17,6 +17,7 @@ import itertools
 import logging
 import sys
 
+from bert_tf_cli.command_parser import CommandParser
 from bert_tf_cli.quiet import quiet_tensorflow, show_tensorflow_logs
 
 # Subcommand modules of this package, in the order `--help` lists them.
@@ -26,11 +27,11 @@ COMMAND_MODULES = ("quickstart", "prepare_corpus", "vocab", "pretrain", "convert
 def build_parser(argv: list[str] = ()) -> argparse.ArgumentParser:
     """The parser of every command; the command `argv` names also gets the options that depend on its other
     arguments (`add_task_arguments`: `finetune --task TASK`'s own, from the task's settings)."""
-    parser = argparse.ArgumentParser(prog="bert-tf", description="BERT for TensorFlow/Keras.")
+    parser = CommandParser(prog="bert-tf", description="BERT for TensorFlow/Keras.")
     parser.add_argument("--version", action="version", version=f"bert-tf {importlib.metadata.version('bert-tf')}")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="log what is loaded, skipped and served, and TensorFlow's own messages")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = next((arg for arg in argv if not arg.startswith("-")), None)
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"bert_tf_cli.{name}")
@@ -53,8 +54,19 @@ def main(argv: list[str] | None = None) -> int:
         show_tensorflow_logs()
     else:
         quiet_tensorflow()
-    args = parse_arguments(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    parser = build_parser(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit:  # --help and --version exit 0 as argparse does; a bad argument's status is returned
+        if not exit.code:
+            raise
+        return exit.code
+    if args.command is None:  # `bert-tf` alone
+        parser.print_help()
+        return 0
+    # The server's lines come long after it started, among other programs' lines: each says whose it is.
+    label = "bert-tf serve: " if args.command == "serve" else ""
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format=f"{label}%(levelname)s %(message)s")
     try:
         return args.run(args) or 0
     except (FileNotFoundError, ValueError, OSError) as error:

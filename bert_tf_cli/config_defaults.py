@@ -18,19 +18,34 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]  # where bert_tf_cli's sibling packages are
 
 
+def module_constants(source: str) -> dict[str, object]:
+    """{NAME: value} of the literal constants of the module `source` (a path under the packages' folder).
+
+    Example:
+        >>> module_constants("bert_tf/config.py")["PRESET_ALIASES"]["tiny"]
+        'bert_L2_H128'
+    """
+    return _constants(ast.parse((ROOT / source).read_text(encoding="utf-8")))
+
+
+def _constants(tree: ast.Module) -> dict[str, object]:
+    constants = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id.isupper():
+            try:
+                constants[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                continue
+    return constants
+
+
 def dataclass_defaults(source: str, class_name: str) -> dict[str, object]:
     """{field: default} of the class `class_name` in `source` (a path under the packages' folder), for the fields
     whose default is a literal (numbers, strings, booleans, None), and the module's literal constants (NAME = 1e-4)."""
     tree = ast.parse((ROOT / source).read_text(encoding="utf-8"))
     [cls] = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == class_name]
-    defaults = {}
-    constants = [node for node in tree.body if isinstance(node, ast.Assign) and len(node.targets) == 1
-                 and isinstance(node.targets[0], ast.Name) and node.targets[0].id.isupper()]
-    for constant in constants:
-        try:
-            defaults[constant.targets[0].id] = ast.literal_eval(constant.value)
-        except ValueError:
-            continue
+    defaults = _constants(tree)
     for statement in cls.body:
         if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value:
             try:

@@ -3,6 +3,8 @@
 import sys
 from pathlib import Path
 
+from bert_tf_cli.argument_checks import model_path
+
 
 def register(commands) -> None:
     parser = commands.add_parser(
@@ -13,8 +15,8 @@ def register(commands) -> None:
                     "BertForSequenceClassification, BertForTokenClassification or BertForQuestionAnswering) "
                     "converts whole, head and label names included; so does a sentence-transformers model (a BERT "
                     "Transformer, Pooling and optional Normalize), which --format sentence-transformers writes.")
-    parser.add_argument("--from", dest="source", required=True, help="checkpoint directory or prefix")
-    parser.add_argument("--to", "--out", dest="to", required=True, help="output directory")
+    parser.add_argument("--from", dest="source", required=True, type=model_path, help="checkpoint directory or prefix")
+    parser.add_argument("--out", "--to", dest="out", required=True, help="output directory")
     parser.add_argument("--format", choices=["keras", "hf", *FOLDER_FORMAT_NAMES], default="keras",
                         help="output format (default: keras); sentence-transformers: an embed model as its folder")
     parser.add_argument("--overwrite", action="store_true", help="write into a non-empty output directory")
@@ -31,7 +33,7 @@ def run(args) -> None:
     import bert_tf
     from bert_tf.tasks.registry import task_of_model
 
-    out = Path(args.to)
+    out = Path(args.out)
     if out.exists() and any(out.iterdir()) and not args.overwrite:
         raise ValueError(f"{out} exists and is not empty; pass --overwrite to replace its files.")
     model, vocab_file, lower_case, task = _fine_tuned_model(Path(args.source)) or (None, None, None, None)

@@ -1,6 +1,7 @@
 """`bert-tf distill`: a smaller student learns a fine-tuned teacher's task from its soft targets (an embedding
 teacher's: its vectors) and the labels."""
 
+from bert_tf_cli.argument_checks import existing_file, existing_path, model_path, student, task_model_path
 from bert_tf_cli.config_defaults import dataclass_defaults
 from bert_tf_cli.finetune import (
     HARDWARE_FIELDS,
@@ -38,22 +39,22 @@ def register(commands) -> None:
                     "its vectors (the squared distance to them is the soft loss, without temperature; a narrower "
                     "student keeps a projection to the teacher's size), from a file of sentences, a line each, as "
                     "well as from pairs. The output is an ordinary model directory.")
-    parser.add_argument("--teacher", required=True, help="fine-tuned model directory (bert-tf finetune's --out)")
-    parser.add_argument("--train", required=True,
+    parser.add_argument("--teacher", required=True, type=task_model_path, help="fine-tuned model directory (bert-tf finetune's --out)")
+    parser.add_argument("--train", required=True, type=existing_file,
                         help="training file, in the teacher's task's format (an embedding teacher's: also sentences)")
-    parser.add_argument("--dev", help="dev file, scored after every epoch")
-    parser.add_argument("--student", required=True,
+    parser.add_argument("--dev", type=existing_path, help="dev file, scored after every epoch")
+    parser.add_argument("--student", required=True, type=student,
                         help=f"checkpoint, preset name ({preset_names()}), bert_config.json, or `teacher`")
     parser.add_argument("--student-layers", type=int, metavar="N", help="with --student teacher: how many layers")
     parser.add_argument("--out", required=True, help="output model directory (the student)")
     parser.add_argument("--overwrite", action="store_true", help="replace a non-empty output directory")
-    parser.add_argument("--unlabeled", nargs="+", metavar="FILE", default=(),
+    parser.add_argument("--unlabeled", nargs="+", type=existing_file, metavar="FILE", default=(),
                         help="text files, a sentence per line (pairs: tab-separated), that the teacher labels for the "
                              "student to learn from too (classification and NER)")
     parser.add_argument("--augment", type=int, metavar="N",
                         help="also learn from N copies of each training and unlabeled text with words replaced by a "
                              "masked-LM's guesses, labelled by the teacher (TinyBERT; classification and NER)")
-    parser.add_argument("--augment-with", metavar="CHECKPOINT",
+    parser.add_argument("--augment-with", type=model_path, metavar="CHECKPOINT",
                         help="the pre-training checkpoint whose masked-LM head augments (default: the teacher's own)")
     parser.add_argument("--temperature", type=float,
                         help=f"softens both models' outputs (default: {default['temperature']})")

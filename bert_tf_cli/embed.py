@@ -4,6 +4,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bert_tf_cli.argument_checks import existing_file
 from bert_tf_cli.model_arguments import add_model_arguments, load_model
 from bert_tf_cli.predict import check_utf8
 
@@ -16,9 +17,9 @@ def register(commands) -> None:
                     "(float32 [lines, dim]) or .jsonl ({text, vector}); with --tokens, every token's vector with "
                     "its token string and word goes to .jsonl. Row i is line i+1; texts longer than the model's "
                     "maximum are truncated with a warning.")
-    add_model_arguments(parser)
-    parser.add_argument("texts", nargs="*", help="texts to embed (or --in)")
-    parser.add_argument("--in", dest="input", help="text file, one text per line (UTF-8), or - for stdin")
+    add_model_arguments(parser, exports=True)
+    parser.add_argument("texts", nargs="*", help="texts to embed (or --input)")
+    parser.add_argument("--input", "--in", dest="input", type=existing_file, help="text file, one text per line (UTF-8), or - for stdin")
     parser.add_argument("--out", required=True, help="output file: .npy or .jsonl")
     parser.add_argument("--pooling",
                         help="sentence vector: cls (the [CLS] vector), pooled (the pooler's output), or of the real "
@@ -55,7 +56,7 @@ def _layers(values: list[str]) -> tuple[int | str, ...]:
 
 
 def _text_file(args, scratch: Path) -> str:
-    """The file to embed: --in FILE itself, or the command line's texts (or stdin's lines) written to one."""
+    """The file to embed: --input FILE itself, or the command line's texts (or stdin's lines) written to one."""
     if args.input and args.input != "-":
         return args.input
     if args.input == "-":
@@ -64,7 +65,7 @@ def _text_file(args, scratch: Path) -> str:
         check_utf8(args.texts)
         broken = next((number for number, text in enumerate(args.texts, start=1) if "\n" in text or "\r" in text), None)
         if broken:
-            raise ValueError(f"text {broken} holds a line break: embed texts of several lines from a file (--in).")
+            raise ValueError(f"text {broken} holds a line break: embed texts of several lines from a file (--input).")
         lines = args.texts
     path = scratch / "texts.txt"
     path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
@@ -76,8 +77,8 @@ def run(args) -> None:
     from bert_tf.tasks.registry import task_named
 
     if bool(args.texts) == bool(args.input):
-        raise ValueError("Give texts to embed or --in FILE (- for stdin), not both." if args.texts else
-                         "Give texts to embed, or --in FILE (- for stdin).")
+        raise ValueError("Give texts to embed or --input FILE (- for stdin), not both." if args.texts else
+                         "Give texts to embed, or --input FILE (- for stdin).")
 
     if args.tokens and args.pairs:
         raise ValueError("--tokens writes the vectors of single texts' tokens; --pairs embeds pairs as one vector "

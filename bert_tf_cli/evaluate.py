@@ -8,9 +8,10 @@ directory gets from its own predictions. A BEIR folder is scored here, for a sen
 search index (`bert-tf index`, in any mode): `pipelines.beir_evaluation`.
 """
 
-import contextlib
-import tempfile
 from pathlib import Path
+
+from bert_tf_cli.argument_checks import check, existing_path, task_model_path
+from bert_tf_cli.served_export import served_export
 
 # What reading a data file and scoring answers take from a served model's `model_info`, beside its task.
 SERVED_SETTINGS = ("label_names", "multi_label_threshold", "version_2")
@@ -31,7 +32,7 @@ def register(commands) -> None:
     parser.add_argument("--server", metavar="HOST:PORT",
                         help="ask this TF Serving (or `bert-tf serve`) gRPC server, for a model exported by `bert-tf "
                              "export` (with text signatures)")
-    parser.add_argument("--data", required=True,
+    parser.add_argument("--data", required=True, type=existing_path,
                         help="labelled data file, or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv) for "
                              "a sentence-embedding model or a search index (bert-tf index)")
     parser.add_argument("--split", help="a BEIR folder's judgments, qrels/SPLIT.tsv (default: test, else the only one)")
@@ -49,6 +50,8 @@ def register(commands) -> None:
 
 
 def run(args) -> None:
+    if not args.server:
+        check("--model", args.model, task_model_path)
     import json
 
     from bert_tf.model_directory import exported_version, is_bert_tf_directory
@@ -121,19 +124,3 @@ def evaluate_served(target: str, model_name: str, data_file: str, columns: tuple
     finally:
         predictor.close()
     return task, task.prediction_scores(examples, predictions)
-
-
-@contextlib.contextmanager
-def served_export(path: Path):
-    """Serves the export at `path` (a version folder: that version; a model folder: its highest) on 127.0.0.1 for the
-    block: yields (target, model name)."""
-    from bert_tf.model_directory import exported_version
-    from serving.server.model_server import ModelServer
-
-    version = exported_version(path)
-    with tempfile.TemporaryDirectory(prefix="bert_tf_evaluate_") as folder:
-        base_path = Path(folder) / version.parent.name
-        base_path.mkdir()
-        (base_path / version.name).symlink_to(version.resolve(), target_is_directory=True)
-        with ModelServer(base_path.name, base_path, poll_wait_s=0, max_num_load_retries=0) as server:
-            yield f"127.0.0.1:{server.grpc_port}", base_path.name

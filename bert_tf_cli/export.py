@@ -1,5 +1,7 @@
 """`bert-tf export`: a bert-tf model directory → a SavedModel version for TF Serving, or a `.tflite` file."""
 
+from bert_tf_cli.argument_checks import model_directory_path
+
 # What --quantize can be for each --format (serving.export.signatures.QUANTIZATIONS,
 # serving.export.tflite.QUANTIZATIONS).
 _QUANTIZATIONS = {"saved_model": ("none", "int8", "bf16"), "tflite": ("none", "int8", "float16")}
@@ -11,7 +13,7 @@ def register(commands) -> None:
         description="SavedModel (default; needs --name): writes OUT/NAME/<version>/ with signatures "
                     "serving_default (raw text in, tokenized in the graph), serve_ids (token ids in), preprocess and "
                     "model_info; see serving/README.md. --format tflite: writes the .tflite file OUT.")
-    parser.add_argument("--model", required=True, help="a bert-tf model directory (bert_tf.save_pretrained)")
+    parser.add_argument("--model", required=True, type=model_directory_path, help="a bert-tf model directory (bert_tf.save_pretrained)")
     parser.add_argument("--out", required=True, help="SavedModel: the base path (holding NAME/); tflite: the .tflite file")
     parser.add_argument("--format", choices=["saved_model", "tflite"], default="saved_model", help="default: saved_model")
     parser.add_argument("--name", help="SavedModel: the model's name, its directory under --out (required unless "

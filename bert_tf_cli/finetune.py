@@ -4,7 +4,9 @@ data."""
 import argparse
 import re
 
+from bert_tf_cli.argument_checks import existing_file, existing_path, preset_or_path
 from bert_tf_cli.config_defaults import dataclass_defaults
+from bert_tf_cli.data_checks import check_task_file
 
 # bert_tf.training.finetune_config.TASKS, which imports TensorFlow (tests/test_cli_startup.py checks they agree).
 TASKS = ("classify", "ner", "squad", "embed")
@@ -37,11 +39,12 @@ def register(commands) -> None:
     parser.add_argument("--task", required=True, metavar="TASK",
                         help="the task's name in bert_tf.tasks.registry (e.g. classify, ner, squad, embed); "
                              "`bert-tf finetune --task TASK --help` lists its own options")
-    parser.add_argument("--train", required=True, help="training file")
-    parser.add_argument("--dev", help="dev file, scored after every epoch")
-    parser.add_argument("--init", required=True,
+    parser.add_argument("--train", required=True, type=existing_file, help="training file")
+    parser.add_argument("--dev", type=existing_path, help="dev file (embed: or a BEIR folder), scored after every epoch")
+    parser.add_argument("--init", required=True, type=preset_or_path,
                         help=f"checkpoint, preset name ({preset_names()}) or bert_config.json")
-    parser.add_argument("--vocab", help="vocab.txt (required for a random start; default: the checkpoint's)")
+    parser.add_argument("--vocab", type=existing_file,
+                        help="vocab.txt (required for a random start; default: the checkpoint's)")
     parser.add_argument("--out", required=True, help="output model directory")
     parser.add_argument("--overwrite", action="store_true", help="replace a non-empty output directory")
     parser.add_argument("--cased", action="store_true", default=None, help="the vocabulary is cased")
@@ -186,6 +189,9 @@ def finetune_config(flags: dict[str, str], **settings):
 
 
 def run(args) -> int:
+    for flag, path in (("--train", args.train), ("--dev", args.dev)):
+        if path:
+            check_task_file(args.task, path, flag, args.text_column, args.text_pair_column, args.label_column)
     config = config_from_args(args)
     result = train(config)
     if isinstance(result, int):

@@ -21,7 +21,7 @@ Example:
     {"text": "a gripping, funny film", "label": "1", "probability": 0.93, "probabilities": {"0": 0.07, "1": 0.93}}
 
 Prediction returns plain Python results (`bert_tf.prediction.Predictor`, or
-`serving.client.server_prediction.ServerPredictor` for `--server`: the same methods).
+`serving.client.server_prediction.ServerPredictor` for `--server` or an export: the same methods).
 """
 
 from __future__ import annotations
@@ -29,7 +29,11 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from pathlib import Path
 from typing import IO, Iterable, Iterator
+
+from bert_tf_cli.argument_checks import check, existing_file, task_model_path
+from bert_tf_cli.served_export import served_export
 
 # Each task's input fields (`FinetuneTask.input_fields`): required, then optional (text lines give them in this order,
 # tab-separated).
@@ -51,14 +55,16 @@ def register(commands) -> None:
                     "are skipped.")
     parser.add_argument("texts", nargs="*", help="texts to classify or tag")
     parser.add_argument("--model", required=True,
-                        help="model directory written by `bert-tf finetune`; with --server, the served model's name")
+                        help="model directory written by `bert-tf finetune`, or an export (`bert-tf export`'s version "
+                             "folder, or its model folder: the highest version, served on 127.0.0.1 for the run); "
+                             "with --server, the served model's name")
     parser.add_argument("--server", metavar="HOST:PORT",
                         help="ask this TF Serving (or `bert-tf serve`) gRPC server instead, for a model exported "
                              "by `bert-tf export` (with text signatures)")
     parser.add_argument("--pair", action="append", help="second text of a pair, once per text, in order")
     parser.add_argument("--question", action="append", help="question (SQuAD models)")
     parser.add_argument("--context", action="append", help="the question's context (SQuAD models)")
-    parser.add_argument("--input", metavar="FILE", help="examples, one per line (- for stdin)")
+    parser.add_argument("--input", metavar="FILE", type=existing_file, help="examples, one per line (- for stdin)")
     parser.add_argument("--input-format", choices=INPUT_FORMATS, default="auto",
                         help="jsonl or text; auto (default): jsonl if the first line starts with '{'")
     parser.add_argument("--output", metavar="FILE", help="with --input: the JSON lines' file (default: stdout)")
@@ -67,15 +73,25 @@ def register(commands) -> None:
     parser.set_defaults(run=run)
 
 
-def make_predictor(args):
-    """A `Predictor` of the model directory `args.model`, or a `ServerPredictor` of the model served at `args.server`."""
-    if args.server:
-        from serving.client.server_prediction import ServerPredictor
+@contextlib.contextmanager
+def predictor_of(args):
+    """A `Predictor` of the model directory `args.model`, or a `ServerPredictor` of the model served at `args.server`,
+    or of the export `args.model` (a version folder, or a model folder: its highest version) served on 127.0.0.1 for
+    the block, as `evaluate` serves one."""
+    from bert_tf.model_directory import exported_version, is_bert_tf_directory
+    from serving.client.server_prediction import ServerPredictor
 
-        return ServerPredictor(args.server, args.model)
-    from bert_tf.prediction import Predictor
+    model = Path(args.model)
+    if not args.server and (is_bert_tf_directory(model) or exported_version(model) is None):
+        from bert_tf.prediction import Predictor
 
-    return Predictor(args.model, batch_size=args.batch_size)
+        yield Predictor(args.model, batch_size=args.batch_size)
+        return
+    with contextlib.ExitStack() as stack:
+        target, name = (args.server, args.model) if args.server else stack.enter_context(served_export(model))
+        predictor = ServerPredictor(target, name)
+        stack.callback(predictor.close)
+        yield predictor
 
 
 def examples_from_args(task_name: str, args) -> list[dict]:
@@ -225,12 +241,14 @@ def print_results(task: str, args, examples: list[dict], results: list[dict]) ->
 
 
 def run(args) -> None:
+    if not args.server:
+        check("--model", args.model, task_model_path)
     if args.input is None:
         if args.output:
             raise ValueError("--output goes with --input (a file of examples, or - for stdin).")
-        predictor = make_predictor(args)
-        examples = examples_from_args(predictor.task_name, args)
-        print_results(predictor.task_name, args, examples, predict_batch(predictor, examples))
+        with predictor_of(args) as predictor:
+            examples = examples_from_args(predictor.task_name, args)
+            print_results(predictor.task_name, args, examples, predict_batch(predictor, examples))
         return
     if args.texts or args.pair or args.question or args.context or args.json:
         raise ValueError("--input reads the examples (and writes JSON lines): give no texts, --pair, --question, "
@@ -241,4 +259,5 @@ def run(args) -> None:
     with contextlib.ExitStack() as files:
         source = sys.stdin if args.input == "-" else files.enter_context(open(args.input, encoding="utf-8"))
         output = files.enter_context(open(args.output, "w", encoding="utf-8")) if args.output else sys.stdout
-        predict_lines(make_predictor(args), source, name, output, args.batch_size, args.input_format)
+        predictor = files.enter_context(predictor_of(args))
+        predict_lines(predictor, source, name, output, args.batch_size, args.input_format)

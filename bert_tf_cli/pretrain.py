@@ -1,5 +1,8 @@
 """`bert-tf pretrain`: masked-LM + next-sentence pre-training on text files, on one or many devices or hosts."""
 
+from bert_tf_cli.argument_checks import existing_file, model_path, preset_or_path
+from bert_tf_cli.config_defaults import dataclass_defaults
+
 # CLI flag → PretrainingConfig field, for the settings the command exposes beyond the required ones: passed only
 # when given, so that PretrainingConfig's defaults apply (building the parser imports no TensorFlow).
 _OPTIONAL_FIELDS = ("global_batch_size", "seq_length", "max_predictions_per_seq", "num_warmup_steps", "learning_rate",
@@ -8,6 +11,7 @@ _OPTIONAL_FIELDS = ("global_batch_size", "seq_length", "max_predictions_per_seq"
 
 
 def register(commands) -> None:
+    default = dataclass_defaults("bert_tf/training/pretraining.py", "PretrainingConfig")
     parser = commands.add_parser(
         "pretrain", help="pre-train BERT (masked LM + next sentence) on text files",
         description="Pre-train with dynamic masking in tf.data. The model's vocabulary size and casing are "
@@ -17,34 +21,44 @@ def register(commands) -> None:
                     "--batch-size is the global batch, split over replicas. For several hosts, set TF_CONFIG on "
                     "each and pass --strategy multi_worker.")
     parser.add_argument("--corpus", nargs="+", required=True, help="files in BERT's text format (or .tfrecord)")
-    parser.add_argument("--vocab", required=True, help="vocab.txt")
-    parser.add_argument("--config", default="mini", help="preset name or bert_config.json (default: mini)")
+    parser.add_argument("--vocab", required=True, type=existing_file, help="vocab.txt")
+    parser.add_argument("--config", default="mini", type=preset_or_path, help="preset name or bert_config.json (default: mini)")
     parser.add_argument("--out", required=True, help="output directory (checkpoints, logs, model)")
     parser.add_argument("--steps", type=int, required=True, help="optimizer updates")
     parser.add_argument("--batch-size", type=int, dest="global_batch_size", metavar="BATCH_SIZE",
                         help="global batch size (default: 32)")
-    parser.add_argument("--init", help="initial checkpoint (any format from_pretrained reads)")
+    parser.add_argument("--init", type=model_path, help="initial checkpoint (any format from_pretrained reads)")
     parser.add_argument("--cased", action="store_true", default=None, help="the vocabulary is cased")
     parser.add_argument("--uncased", dest="cased", action="store_false", default=None, help="the vocabulary is uncased")
     parser.add_argument("--whole-word-masking", action="store_true", help="mask all pieces of a word together")
     parser.add_argument("--xla", action="store_true", help="compile the training step with XLA")
     parser.add_argument("--max-seconds", type=float, help="stop (with a checkpoint) after this long")
-    parser.add_argument("--seq-length", type=int)
-    parser.add_argument("--max-predictions-per-seq", type=int)
+    parser.add_argument("--seq-length", type=int,
+                        help=f"tokens per example, [CLS] and [SEP]s included (default: {default['seq_length']})")
+    parser.add_argument("--max-predictions-per-seq", type=int,
+                        help=f"masked positions per example (default: {default['max_predictions_per_seq']}; BERT: 20 "
+                             "for 128 tokens, 80 for 512)")
     parser.add_argument("--num-warmup-steps", type=int,
                         help="updates of linear learning-rate warm-up, below --steps (default: a tenth of --steps, "
                              "at most 100)")
-    parser.add_argument("--learning-rate", type=float)
-    parser.add_argument("--optimizer", choices=["adamw", "lamb"])
-    parser.add_argument("--strategy", choices=["default", "mirrored", "multi_worker"])
-    parser.add_argument("--mixed-precision", choices=["mixed_float16", "mixed_bfloat16"])
+    parser.add_argument("--learning-rate", type=float, help=f"peak learning rate (default: {default['learning_rate']:g})")
+    parser.add_argument("--optimizer", choices=["adamw", "lamb"],
+                        help=f"lamb for large batches (default: {default['optimizer']})")
+    parser.add_argument("--strategy", choices=["default", "mirrored", "multi_worker"],
+                        help="default: one device; mirrored: all local GPUs (else CPUs); multi_worker: the hosts in "
+                             "TF_CONFIG")
+    parser.add_argument("--mixed-precision", choices=["mixed_float16", "mixed_bfloat16"],
+                        help="mixed_float16: GPUs, with loss scaling; mixed_bfloat16: CPUs with bfloat16 units")
     parser.add_argument("--checkpoint-every", type=int,
                         help="steps between checkpoints (default: a tenth of --steps)")
     parser.add_argument("--checkpoint-minutes", type=float,
                         help="minutes of training between checkpoints (default: 5)")
-    parser.add_argument("--log-every", type=int)
-    parser.add_argument("--seed", type=int)
-    parser.add_argument("--gradient-accumulation-steps", type=int)
+    parser.add_argument("--log-every", type=int, help="steps between TensorBoard summaries and progress-line "
+                                                         f"refreshes (default: {default['log_every']})")
+    parser.add_argument("--seed", type=int, help=f"masking, data order, initial weights (default: {default['seed']})")
+    parser.add_argument("--gradient-accumulation-steps", type=int, metavar="K",
+                        help="average the gradients of K batches per optimizer update (default: "
+                             f"{default['gradient_accumulation_steps']})")
     parser.set_defaults(run=run)
 
 

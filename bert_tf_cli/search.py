@@ -7,6 +7,8 @@ from pathlib import Path
 MODES = ("lexical", "dense", "hybrid")
 FUSIONS = ("rrf", "weighted")
 
+from bert_tf_cli.argument_checks import existing_file, model_directory_path
+
 
 def register(commands) -> None:
     index = commands.add_parser(
@@ -22,10 +24,11 @@ def register(commands) -> None:
                     "Documents longer than --seq-length tokens are embedded from their start (a warning counts "
                     "them). --corpus: BEIR's corpus.jsonl ({_id, title, text}), {id, text} lines, or a .txt file, a "
                     "document per line.")
-    index.add_argument("--model", help="a sentence-embedding model directory (or --lexical-only)")
+    index.add_argument("--model", type=model_directory_path,
+                       help="a sentence-embedding model directory (or --lexical-only)")
     index.add_argument("--lexical-only", action="store_true",
                        help="no model: BM25 alone (mode lexical), seconds to write, no vectors to hold")
-    index.add_argument("--corpus", required=True, help="the documents: .jsonl or .txt")
+    index.add_argument("--corpus", required=True, type=existing_file, help="the documents: .jsonl or .txt")
     index.add_argument("--out", required=True, help="the base path (holding NAME/)")
     index.add_argument("--name", required=True, help="the search model's name, its directory under --out")
     index.add_argument("--version", type=int, help="the version (default: the highest there + 1)")

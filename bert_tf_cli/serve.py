@@ -1,5 +1,7 @@
 """`bert-tf serve`: the TF-Serving-compatible development server (the flags of `tensorflow_model_server`)."""
 
+from bert_tf_cli.argument_checks import check, existing_file, existing_path
+
 
 def register(commands) -> None:
     from serving.server.model_server import add_arguments  # standard library only: cheap to import
@@ -17,6 +19,13 @@ def register(commands) -> None:
 
 
 def run(args) -> None:
+    # The folders and files named, checked before TensorFlow loads (seconds); what they hold is the server's to check.
+    for flag, value, is_valid in (("--model_config_file", args.model_config_file, existing_file),
+                                  ("--model_base_path", not args.model_config_file and args.model_base_path, existing_path),
+                                  ("--batching_parameters_file", args.batching_parameters_file, existing_file),
+                                  ("--monitoring_config_file", args.monitoring_config_file, existing_file)):
+        if value:
+            check(flag, value, is_valid)
     from serving.server.model_server import run as serve
 
     serve(args)

@@ -1,5 +1,7 @@
 """`bert-tf vocab`: learn a WordPiece vocabulary (vocab.txt) from text files."""
 
+from bert_tf_cli.argument_checks import existing_file
+
 
 def register(commands) -> None:
     parser = commands.add_parser(
@@ -7,7 +9,7 @@ def register(commands) -> None:
         description="Learn a BERT-style vocab.txt (special tokens first) from text files with tensorflow-text's "
                     "WordPiece learner. It warns about corpus files that look like binary data or are not "
                     "UTF-8.")
-    parser.add_argument("--corpus", nargs="+", required=True, help="text files")
+    parser.add_argument("--corpus", nargs="+", required=True, type=existing_file, help="text files")
     parser.add_argument("--size", type=int, required=True,
                         help="vocabulary size to aim for (a warning says when the corpus gives fewer tokens)")
     parser.add_argument("--out", required=True, help="vocab.txt to write (its folder is created first)")

@@ -50,12 +50,17 @@ def write_warmup_requests(version_dir: str | Path, model_name: str, requests: li
 
 def read_warmup_requests(version_dir: str | Path) -> list[WarmupRequest]:
     """The predict requests of `version_dir`'s warm-up file ([] without one); a file of more than
-    `MAX_WARMUP_RECORDS`, or of other logs than predict requests, is a ValueError naming it."""
+    `MAX_WARMUP_RECORDS`, or of other logs than predict requests, is a ValueError naming it, and so is a folder
+    where the file belongs (TF Serving fails such a version's load: it cannot read it); a damaged file is
+    TensorFlow's error (DataLossError: "corrupted record at 12") with the file's path in front."""
     path = Path(version_dir) / WARMUP_FILE
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder, not a file of warm-up requests (a TFRecord file of PredictionLog "
+                         "protos): TF Serving does not load such a version either. Remove it, or put the file there.")
     if not path.is_file():
         return []
     requests = []
-    for record in tf.data.TFRecordDataset(str(path)):
+    for record in _records(path):
         log = prediction_log_pb2.PredictionLog.FromString(record.numpy())
         if log.WhichOneof("log_type") != "predict_log":
             raise ValueError(f"{path}: a {log.WhichOneof('log_type')} record; this server replays predict requests.")
@@ -65,3 +70,15 @@ def read_warmup_requests(version_dir: str | Path) -> list[WarmupRequest]:
         if len(requests) > MAX_WARMUP_RECORDS:
             raise ValueError(f"{path} holds more than {MAX_WARMUP_RECORDS} warm-up records, TF Serving's limit.")
     return requests
+
+
+def _records(path: Path):
+    """The records of the TFRecord file `path`; TensorFlow's error on a damaged one names the file."""
+    records = iter(tf.data.TFRecordDataset(str(path)))
+    while True:
+        try:
+            yield next(records)
+        except StopIteration:
+            return
+        except tf.errors.OpError as error:
+            raise type(error)(error.node_def, error.op, f"{path}: {error.message}") from None

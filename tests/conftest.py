@@ -10,6 +10,16 @@ import pytest  # noqa: E402
 SHARED_DATA = Path(os.environ.get("BERT_TF_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
+@pytest.hookimpl(trylast=True)  # after the terminal reporter is set up
+def pytest_configure(config):
+    """Quiet runs (`make test`: -q, pytest-xdist) say as each test file finishes (tests/file_progress.py)."""
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    if config.option.verbose < 0 and terminal is not None and not hasattr(config, "workerinput"):
+        from file_progress import FileProgress
+
+        config.pluginmanager.register(FileProgress(terminal), "file_progress")
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The team data folder (`../shared/data`, or $BERT_TF_DATA); tests using it skip when it is absent."""

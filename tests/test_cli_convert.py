@@ -56,7 +56,7 @@ def test_convert_refuses_to_overwrite_and_reports_missing_input(tmp_path, hf_sou
     assert result.returncode == 2 and "not empty" in result.stderr
     assert (tmp_path / "busy" / "keep.txt").read_text() == "user data"
     result = run_cli("convert", "--from", tmp_path / "missing", "--to", tmp_path / "out")
-    assert result.returncode == 2 and "Checkpoint not found" in result.stderr
+    assert result.returncode == 2 and f"argument --from: no such model folder: {tmp_path / 'missing'}" in result.stderr
 
 
 class RunsCode:

@@ -86,7 +86,7 @@ def test_embed_reads_texts_from_the_command_line_and_stdin(capsys, tmp_path, pre
     for name in ("args.npy", "stdin.npy"):
         np.testing.assert_array_equal(np.load(tmp_path / name), np.load(tmp_path / "file.npy"))
     code, _, err = run(capsys, "embed", "--model", pretrainer_dir, "a text", "--in", source, "--out", tmp_path / "x.npy")
-    assert code == 2 and "Give texts to embed or --in FILE (- for stdin), not both." in err
+    assert code == 2 and "Give texts to embed or --input FILE (- for stdin), not both." in err
     code, _, err = run(capsys, "embed", "--model", pretrainer_dir, "two\nlines", "--out", tmp_path / "x.npy")
     assert code == 2 and "text 1 holds a line break" in err
 
@@ -127,7 +127,7 @@ def test_embed_errors(capsys, tmp_path, pretrainer_dir):
                        "--pooling", "cls")
     assert code == 2 and "Give one of them" in err
     code, _, err = run(capsys, "embed", "--model", tmp_path / "nothing", "--in", empty, "--out", out)
-    assert code == 2 and "Checkpoint not found" in err
+    assert code == 2 and "argument --model: no such model folder" in err
     assert not out.exists()
 
 

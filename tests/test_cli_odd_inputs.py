@@ -56,9 +56,11 @@ def test_a_folder_for_a_data_file_is_named_a_folder_before_the_model_loads(tmp_p
                     "(--data), or give a BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv).")
 
 
-def test_a_missing_data_file_is_found_missing_before_the_model_loads(tmp_path, capsys):
+def test_a_missing_data_file_and_model_are_found_missing_as_the_arguments_are_read(tmp_path, capsys):
     line = one_line_error(capsys, "evaluate", "--model", tmp_path / "no-model", "--data", tmp_path / "dev.tsv")
-    assert line == f"bert-tf evaluate: error: Data file not found: {tmp_path / 'dev.tsv'}"
+    assert line == f"bert-tf evaluate: error: argument --data: no such file or folder: {tmp_path / 'dev.tsv'}"
+    line = one_line_error(capsys, "evaluate", "--model", tmp_path / "no-model", "--data", tmp_path)
+    assert line == f"bert-tf evaluate: error: argument --model: no such model folder: {tmp_path / 'no-model'}"
 
 
 def test_a_txt_file_that_is_tab_separated_is_read_as_tsv(tmp_path, classifier_dir, capsys):

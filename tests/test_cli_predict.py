@@ -192,3 +192,16 @@ def test_input_is_streamed_in_batches():
     assert predict_lines(predictor, lines(), "-", output, batch_size=2) == 5
     assert predictor.batches == [["x", "xx"], ["xxx", "xxxx"], ["xxxxx"]]
     assert output.getvalue().splitlines() == [json.dumps({"text": "x" * n, "label": str(n)}) for n in range(1, 6)]
+
+
+def test_predict_reads_an_export_as_evaluate_does(models, capsys, tmp_path):
+    """An export (its version folder, or its model folder: the highest version) is served on 127.0.0.1 for the run and
+    answers as the model directory it came from."""
+    from serving.export.saved_model import export_saved_model
+
+    version = export_saved_model(models["classify"], tmp_path / "models", "sentiment")
+    source = tmp_path / "texts.txt"
+    source.write_text("".join(f"{text}\n" for text in TEXTS[:3]), encoding="utf-8")
+    expected = predict(capsys, "--model", models["classify"], "--input", source)
+    for model in (version, version.parent):
+        assert_same_results(predict(capsys, "--model", model, "--input", source), expected)

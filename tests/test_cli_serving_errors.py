@@ -75,7 +75,8 @@ def test_serve_with_a_bad_config_file_or_none_is_one_line(capsys, tmp_path):
     config_file = tmp_path / "models.config"
     config_file.write_text('model_config_list { config { name: "a" base_path: "models/a" model_platform: "tensorflow" } }')
     assert "to have an absolute path" in error_line(capsys, ["serve", "--model_config_file", str(config_file)])
-    assert "not found" in error_line(capsys, ["serve", "--model_config_file", str(tmp_path / "absent.config")])
+    assert "argument --model_config_file: no such file" in error_line(
+        capsys, ["serve", "--model_config_file", str(tmp_path / "absent.config")])
     assert "--model_base_path" in error_line(capsys, ["serve"])
 
 
@@ -90,3 +91,17 @@ def test_serve_at_an_empty_folder_waits_and_says_once_for_what(tmp_path, caplog)
     [warning] = [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING]
     assert warning.startswith(f"No version of model 'sst2' in {base} yet: waiting for {base}/<version>/saved_model.pb")
     assert f"bert-tf export --model DIR --out {tmp_path} --name sst2" in warning
+
+
+def test_what_serve_logs_while_it_serves_says_it_is_bert_tf_serve(tmp_path):
+    """Its warnings come long after it started, among other programs' lines: each names `bert-tf serve`."""
+    base = tmp_path / "sst2"
+    base.mkdir()
+    process = subprocess.Popen([str(BERT_TF), "serve", "--model_name", "sst2", "--model_base_path", str(base),
+                                "--port", "0", "--rest_api_port", "0"], stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stderr.readline()  # the one warning: no version yet
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+    assert line.startswith("bert-tf serve: WARNING No version of model 'sst2'"), line

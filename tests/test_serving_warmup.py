@@ -4,6 +4,7 @@
 graph (9.3 s on BERT-Mini: a 5 s deadline failed)."""
 
 import logging
+import re
 import time
 
 import numpy as np
@@ -79,3 +80,24 @@ def test_warmup_can_be_turned_off_as_in_tensorflow_serving(base_path, caplog):
     with server:
         pass
     assert "Warmed up" not in caplog.text
+
+
+def test_a_damaged_or_folder_warmup_file_is_refused_naming_it(base_path, tmp_path):
+    """TF Serving fails the load of a version whose warm-up file it cannot read; the error names the file (TensorFlow's
+    DataLossError alone says "corrupted record at 0")."""
+    import shutil
+
+    from serving.warmup_records import read_warmup_requests
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(base_path / "1", damaged)
+    warmup = damaged / "assets.extra" / "tf_serving_warmup_requests"
+    data = bytearray(warmup.read_bytes())
+    data[20] ^= 0xFF  # inside the first record's data: its checksum no longer matches
+    warmup.write_bytes(bytes(data))
+    with pytest.raises(tf.errors.DataLossError, match=rf"^{re.escape(str(warmup))}: .*corrupted record"):
+        read_warmup_requests(damaged)
+    warmup.unlink()
+    warmup.mkdir()
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(warmup))} is a folder, not a file of warm-up requests"):
+        read_warmup_requests(damaged)

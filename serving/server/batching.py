@@ -50,6 +50,7 @@ import grpc
 import numpy as np
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format, wrappers_pb2
 
+from serving.server import monitoring
 from serving.server.errors import ServingError
 
 logger = logging.getLogger(__name__)
@@ -150,6 +151,7 @@ class _Request:
     outputs: Mapping[str, np.ndarray] | None = None
     error: ServingError | None = None
     abandoned: bool = False  # its caller stopped waiting (deadline)
+    queued_at: float = dataclasses.field(default_factory=time.monotonic)
 
     def finish(self, outputs=None, error=None) -> None:
         self.outputs, self.error = outputs, error
@@ -309,6 +311,7 @@ class Batcher:
         if not batch:
             return
         rows = sum(part.rows for part in batch)
+        monitoring.record_batch([now - part.queued_at for part in batch])
         size = next((size for size in self.parameters.allowed_batch_sizes if size >= rows), rows)
         logger.info("Batch of %d row(s) from %d request(s)%s for %s%s.", rows, len(batch),
                     f", padded to {size}" if size > rows else "", signature, self._describe)

@@ -42,6 +42,7 @@ from tensorflow_serving.apis import (
 )
 
 from serving.protocol import DEFAULT_SIGNATURE
+from serving.server import monitoring
 from serving.server.classify import classify, examples_of
 from serving.server.errors import ServingError
 from serving.server.model_manager import ModelManager
@@ -55,6 +56,7 @@ DEFAULT_CHANNEL_ARGUMENTS = {
     "grpc.so_reuseport": 0,  # a port already in use is an error, not a shared port
 }
 METADATA_FIELD = "signature_def"
+MONITORED_APIS = ("Predict", "Classify")  # counted and timed, under these names, as TF Serving does
 
 # The TensorProto field holding each dtype's values, and how many values make one element.
 _VALUE_FIELDS = {
@@ -110,14 +112,24 @@ def _answered(method):
     @functools.wraps(method)
     def wrapper(self, request, context):
         started = time.perf_counter()
+        monitored = method.__name__ in MONITORED_APIS
+
+        def record(status: str) -> None:
+            if monitored:
+                monitoring.record_request(request.model_spec.name, method.__name__, "GRPC", status,
+                                          time.perf_counter() - started)
+
         try:
             response = method(self, request, context)
         except ServingError as error:
             logger.info("%s %r failed: %s: %s", method.__name__, request.model_spec.name, error.code.name, error.message)
+            record(error.code.name)
             context.abort(error.code, error.message)
         except Exception as error:  # a bug here must cost one request, not the server
             logger.exception("%s %r failed unexpectedly.", method.__name__, request.model_spec.name)
+            record("INTERNAL")
             context.abort(grpc.StatusCode.INTERNAL, f"{type(error).__name__}: {error}")
+        record("OK")
         logger.debug("%s %r in %.1f ms", method.__name__, request.model_spec.name, 1e3 * (time.perf_counter() - started))
         return response
 

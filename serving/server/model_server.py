@@ -18,7 +18,8 @@ The command takes the flags of `tensorflow_model_server` (`--port`, `--rest_api_
 `--allow_version_labels_for_unavailable_models`, `--enable_model_warmup`, `--grpc_max_threads`,
 `--grpc_channel_arguments`, `--rest_api_num_threads`, `--rest_api_timeout_in_ms`,
 `--enable_batching`, `--batching_parameters_file`: `serving.server.batching`,
-`--tensorflow_intra_op_parallelism`, `--tensorflow_inter_op_parallelism`), with
+`--tensorflow_intra_op_parallelism`, `--tensorflow_inter_op_parallelism`, `--monitoring_config_file`:
+`serving.server.monitoring`), with
 their defaults (but `--grpc_max_threads` and `--rest_api_num_threads`: 8, or with batching enough requests to fill
 the batches, `request_threads`), plus `--host` (default 127.0.0.1: only this machine),
 `--max_batch_size` (default 512 rows; the official server sets it in its batching
@@ -52,6 +53,7 @@ from pathlib import Path
 from typing import Mapping
 
 from serving.protocol import DEFAULT_MAX_BATCH_SIZE
+from serving.server.monitoring import read_monitoring_config
 from serving.server.model_options import (DEFAULT_LOAD_RETRY_INTERVAL_MICROS, DEFAULT_MAX_NUM_LOAD_RETRIES,
                                           DEFAULT_MAX_REQUEST_TEXT_BYTES, ModelOptions)
 
@@ -94,6 +96,7 @@ class ModelServer:
         rest_num_threads: int = 0,
         rest_timeout_s: float = 30.0,
         rest_max_body_bytes: int = DEFAULT_REST_MAX_BODY_BYTES,
+        monitoring_config_file: str | Path | None = None,
         **model_options,
     ):
         if model_config_file is None:
@@ -120,6 +123,8 @@ class ModelServer:
             _warn_if_batches_cannot_fill(flag, threads, self.options.batching, automatic)
         self.rest_timeout_s = rest_timeout_s
         self.rest_max_body_bytes = rest_max_body_bytes
+        # The REST path of the Prometheus page, or None (serving.server.monitoring).
+        self.prometheus_path = read_monitoring_config(monitoring_config_file) if monitoring_config_file else None
         self._models = self._grpc = self._rest = None
         self._workers: list[futures.ThreadPoolExecutor] = []  # the threads that answer requests, gRPC's and REST's
         self._stopped = threading.Event()
@@ -154,7 +159,8 @@ class ModelServer:
             )
             self._grpc.start()
             self._rest = RestServer(
-                self._models, self.host, self.rest_port, rest_workers, self.rest_timeout_s, self.rest_max_body_bytes
+                self._models, self.host, self.rest_port, rest_workers, self.rest_timeout_s, self.rest_max_body_bytes,
+                prometheus_path=self.prometheus_path,
             )
             self.rest_port = self._rest.port
             self._rest.start()
@@ -341,6 +347,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--tensorflow_inter_op_parallelism", type=int, default=0,
                         help="TensorFlow ops run at once (default 0: TensorFlow's choice)")
+    parser.add_argument(
+        "--monitoring_config_file", default="", metavar="FILE",
+        help='a text MonitoringConfig; with prometheus_config { enable: true, path: "/monitoring/prometheus/metrics" } '
+             "the REST port answers TF Serving's metrics (request counts and latencies per model, batch queuing) as "
+             "Prometheus text at that path")
 
 
 def set_tensorflow_threads(intra_op: int, inter_op: int) -> None:
@@ -387,6 +398,7 @@ def build_server(args: argparse.Namespace) -> ModelServer:
         rest_num_threads=args.rest_api_num_threads,
         rest_timeout_s=args.rest_api_timeout_in_ms / 1000,
         rest_max_body_bytes=args.rest_api_max_body_bytes,
+        monitoring_config_file=args.monitoring_config_file or None,
         poll_wait_s=args.file_system_poll_wait_seconds,
         model_config_poll_wait_s=args.model_config_file_poll_wait_seconds,
         max_num_load_retries=args.max_num_load_retries,

@@ -5,6 +5,7 @@ Routes (NAME: the model; `/versions/N` or `/labels/LABEL` may be left out, meani
     POST /v1/models/NAME[/versions/N|/labels/LABEL]:classify   examples, as in `serving.classification`
     GET  /v1/models/NAME[/versions/N|/labels/LABEL]            the model's status
     GET  /v1/models/NAME[/versions/N|/labels/LABEL]/metadata   its `signature_def` metadata
+    GET  the Prometheus path of `--monitoring_config_file`       TF Serving's metrics (`serving.server.monitoring`)
 The JSON formats are in `serving.rest_json`. A failure is answered `{"error": message}`
 with TensorFlow Serving's HTTP status for its gRPC code (400, 404, 501 for `:regress`, ...).
 
@@ -62,8 +63,10 @@ import tensorflow as tf
 from google.protobuf import json_format
 
 from serving import rest_json
+from serving.server import monitoring
 from serving.server.classify import classify
 from serving.server.errors import ServingError, http_status
+from serving.server.freed_memory import give_back_freed_memory
 from serving.server.http_framing import Framing, Refusal, frame
 from serving.server.memory_budget import MemoryBudget
 from serving.server.model_manager import ModelManager
@@ -78,7 +81,12 @@ MAX_PENDING_BYTES = 128 * 2**20  # requests received and not yet answered, all c
 # 24 of "ab", 12 to 22 of token ids; with the body itself and the allocator's slack, 40.
 JSON_COST_PER_BYTE = 40
 LARGEST_BODIES_AT_ONCE = 2
+# After answering a body of this size or more, the memory its decoding freed goes back to the system
+# (`serving.server.freed_memory`), once no other body is being decoded.
+GIVE_BACK_AFTER_BODY_BYTES = 2**20
 REFUSED_BODY_DRAIN_S = 1.0  # after refusing a body, read and drop what the client still sends, so it sees the answer
+MONITORED_APIS = {"predict": "Predict", "classify": "Classify"}  # REST verb -> TF Serving's API label
+PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4"  # Prometheus's text format
 _ROUTE = re.compile(
     r"/v1/models/(?P<name>[^/:]+)"
     r"(?:/versions/(?P<version>[0-9]+)|/labels/(?P<label>[^/:]+))?"
@@ -101,8 +109,10 @@ class RestServer:
         workers: ThreadPoolExecutor,
         timeout_s: float,
         max_body_bytes: int,
+        prometheus_path: str | None = None,
     ):
         self.models = models
+        self.prometheus_path = prometheus_path
         self.timeout_s = timeout_s
         self.max_body_bytes = max_body_bytes
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -436,16 +446,29 @@ class _Handler(BaseHTTPRequestHandler):
         if refusal is not None:
             self._refuse(refusal)
             return
+        path = urllib.parse.urlsplit(self.path).path
+        if method == "GET" and path == self.server.prometheus_path:
+            self._send_text(200, monitoring.REGISTRY.page(), PROMETHEUS_CONTENT_TYPE)
+            return
         with self.server.decoding.taken(JSON_COST_PER_BYTE * len(body)):
+            code = "OK"
             try:
                 status, answer = 200, self._route(method, body)
             except ServingError as error:
-                status, answer = http_status(error.code), {"error": error.message}
+                status, answer, code = http_status(error.code), {"error": error.message}, error.code.name
                 logger.info("REST %s %s failed: %s: %s", method, self.path, error.code.name, error.message)
             except Exception as error:  # a bug here must cost one request, not the server
                 logger.exception("REST %s %s failed unexpectedly.", method, self.path)
-                status, answer = 500, {"error": f"{type(error).__name__}: {error}"}
+                status, answer, code = 500, {"error": f"{type(error).__name__}: {error}"}, "INTERNAL"
         self._send(status, answer)
+        large = len(body) >= GIVE_BACK_AFTER_BODY_BYTES
+        del body, answer  # theirs too
+        if large and self.server.decoding.used == 0:
+            give_back_freed_memory()
+        route = _ROUTE.fullmatch(path)
+        if method == "POST" and route is not None and route["verb"] in MONITORED_APIS:
+            monitoring.record_request(urllib.parse.unquote(route["name"]), MONITORED_APIS[route["verb"]], "REST", code,
+                                      time.perf_counter() - started)
         logger.debug("REST %s %s -> %d in %.1f ms", method, self.path, status, 1e3 * (time.perf_counter() - started))
 
     def _route(self, method: str, body: bytes) -> dict:
@@ -498,9 +521,12 @@ class _Handler(BaseHTTPRequestHandler):
         }
 
     def _send(self, status: int, answer: dict) -> None:
-        data = json.dumps(answer).encode("utf-8")
+        self._send_text(status, json.dumps(answer), "application/json")
+
+    def _send_text(self, status: int, text: str, content_type: str) -> None:
+        data = text.encode("utf-8")
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         if self.close_connection:
             self.send_header("Connection", "close")
