@@ -54,8 +54,12 @@ def main(argv: list[str] | None = None) -> int:
         show_tensorflow_logs()
     else:
         quiet_tensorflow()
-    parser = build_parser(argv)
     try:
+        # First without the options that depend on others, whose parser may import TensorFlow (a task's settings): the
+        # arguments' own checks (files, presets, choices) answer in a second.
+        if not {"-h", "--help"} & set(argv):  # help lists the task's options too
+            build_parser().parse_known_args(argv)
+        parser = build_parser(argv)
         args = parser.parse_args(argv)
     except SystemExit as exit:  # --help and --version exit 0 as argparse does; a bad argument's status is returned
         if not exit.code:

@@ -3,8 +3,9 @@ data."""
 
 import argparse
 import re
+import sys
 
-from bert_tf_cli.argument_checks import existing_file, existing_path, preset_or_path
+from bert_tf_cli.argument_checks import did_you_mean, existing_file, existing_path, preset_or_path
 from bert_tf_cli.config_defaults import dataclass_defaults
 from bert_tf_cli.data_checks import check_task_file
 
@@ -64,11 +65,31 @@ def add_task_arguments(parser, argv: list[str]) -> None:
     task = next((arg.split("=", 1)[1] for arg in argv if arg.startswith("--task=")), task)
     if task is None:
         return
-    from bert_tf.tasks.registry import finetuned_tasks, task_named
+    # The built-in names, or the registry's when it is loaded already (a task registered in Python): a wrong name is
+    # answered without importing TensorFlow.
+    known = sys.modules["bert_tf.tasks.registry"].finetuned_tasks() if "bert_tf.tasks.registry" in sys.modules \
+        else TASKS
+    if task not in known:
+        parser.error(f"unknown task {task!r}; use one of {', '.join(known)}{did_you_mean(task, known)}")
+    if task in TASKS:
+        _check_data_files(parser, task, argv)
+    from bert_tf.tasks.registry import task_named
 
-    if task not in finetuned_tasks():
-        parser.error(f"unknown task {task!r}; use one of {', '.join(finetuned_tasks())}")
     _add_task_group(parser, task_named(task).settings_class, task)
+
+
+def _check_data_files(parser, task: str, argv: list[str]) -> None:
+    """A parser error when --train or --dev cannot be `task`'s data (`check_task_file`), before TensorFlow loads."""
+    files = argparse.ArgumentParser(add_help=False)
+    for flag in ("--train", "--dev", "--text-column", "--text-pair-column", "--label-column"):
+        files.add_argument(flag)
+    given, _ = files.parse_known_args(argv)
+    for flag, path in (("--train", given.train), ("--dev", given.dev)):
+        if path:
+            try:
+                check_task_file(task, path, flag, given.text_column, given.text_pair_column, given.label_column)
+            except ValueError as error:
+                parser.error(str(error))
 
 
 def task_options_help() -> str:
@@ -141,6 +162,8 @@ def add_training_arguments(parser, default: dict) -> None:
 
 
 def config_from_args(args):
+    if task in TASKS:
+        _check_data_files(parser, task, argv)
     from bert_tf.tasks.registry import task_named
 
     settings = task_named(args.task).settings_class
@@ -189,9 +212,6 @@ def finetune_config(flags: dict[str, str], **settings):
 
 
 def run(args) -> int:
-    for flag, path in (("--train", args.train), ("--dev", args.dev)):
-        if path:
-            check_task_file(args.task, path, flag, args.text_column, args.text_pair_column, args.label_column)
     config = config_from_args(args)
     result = train(config)
     if isinstance(result, int):
@@ -221,6 +241,8 @@ def train(config):
 
 def print_result(config, result) -> None:
     """What a finetune or distill run did: epochs, the dev scores kept, the model directory."""
+    if task in TASKS:
+        _check_data_files(parser, task, argv)
     from bert_tf.tasks.registry import task_named
 
     print(f"Trained {result.epochs_run} epoch{'s' * (result.epochs_run != 1)} on {result.train_examples:,} examples "

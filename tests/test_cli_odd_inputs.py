@@ -50,8 +50,8 @@ def test_a_crafted_model_file_is_refused_in_one_line(tmp_path, classifier_dir, c
     assert not (tmp_path / "pwned").exists()
 
 
-def test_a_folder_for_a_data_file_is_named_a_folder_before_the_model_loads(tmp_path, capsys):
-    line = one_line_error(capsys, "evaluate", "--model", tmp_path / "no-model", "--data", tmp_path)
+def test_a_folder_for_a_data_file_is_named_a_folder_before_the_model_loads(tmp_path, classifier_dir, capsys):
+    line = one_line_error(capsys, "evaluate", "--model", classifier_dir, "--data", tmp_path)
     assert line == (f"bert-tf evaluate: error: {tmp_path} is a folder without corpus.jsonl: name the data file in it "
                     "(--data), or give a BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv).")
 

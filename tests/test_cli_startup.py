@@ -128,7 +128,7 @@ def test_bad_arguments_answer_before_tensorflow_loads(tmp_path):
     finetune = ["finetune", "--init", "tiny", "--out", str(tmp_path / "out")]
     cases = [
         (["finetun"], "bert-tf: error: argument COMMAND: invalid choice: 'finetun'", "did you mean 'finetune'?"),
-        ([*finetune, "--task", "clasify", "--train", csv_file], "argument --task: invalid choice",
+        ([*finetune, "--task", "clasify", "--train", csv_file], "unknown task 'clasify'",
          "did you mean 'classify'?"),
         ([*finetune, "--task", "classify", "--train", tmp_path / "missing.csv"], "bert-tf finetune: error: argument "
          "--train: no such file:", "missing.csv"),
