@@ -162,8 +162,6 @@ def add_training_arguments(parser, default: dict) -> None:
 
 
 def config_from_args(args):
-    if task in TASKS:
-        _check_data_files(parser, task, argv)
     from bert_tf.tasks.registry import task_named
 
     settings = task_named(args.task).settings_class
@@ -241,8 +239,6 @@ def train(config):
 
 def print_result(config, result) -> None:
     """What a finetune or distill run did: epochs, the dev scores kept, the model directory."""
-    if task in TASKS:
-        _check_data_files(parser, task, argv)
     from bert_tf.tasks.registry import task_named
 
     print(f"Trained {result.epochs_run} epoch{'s' * (result.epochs_run != 1)} on {result.train_examples:,} examples "
