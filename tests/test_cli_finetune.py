@@ -112,7 +112,9 @@ def test_squad_evaluate_predict_and_bad_answers(workdir, capsys):
                                          ("--null-score-threshold", "-inf"), ("--warmup-proportion", "nan")])
 def test_numbers_that_are_not_finite_are_refused_naming_the_flag(workdir, capsys, flag, value):
     task = "squad" if flag == "--null-score-threshold" else "classify"
-    assert main(["finetune", "--task", task, "--train", "train.tsv", "--init", "tiny", "--out", str(workdir / "x"),
+    train = workdir / ("train.json" if task == "squad" else "train.tsv")
+    train.write_text('{"data": []}' if task == "squad" else "sentence\tlabel\na film\t1\n")
+    assert main(["finetune", "--task", task, "--train", str(train), "--init", "tiny", "--out", str(workdir / "x"),
                  f"{flag}={value}", *(["--focal-loss"] if flag == "--focal-gamma" else [])]) == 2
     error = capsys.readouterr().err
     assert error == f"bert-tf finetune: error: {flag} must be a finite number, got {float(value)!r}.\n"

@@ -163,6 +163,25 @@ class EmbeddingTask(FinetuneTask):
     def model_from_hf(cls, encoder, settings):
         raise ValueError("Embedding models are not read from transformers task classes.")
 
+    @classmethod
+    def pairs_to_mine(cls, path, split: str = "train") -> tuple[list[str], list[str], list[list[int]]]:
+        """(distinct queries, documents searched, each query's positives among them) of a BEIR folder's `split`
+        (the whole corpus.jsonl searched) or of a file of (anchor, positive) pairs (its positives searched; a repeated
+        query gathers its positives): what `bert_tf.retrieval.mining` mines hard negatives for."""
+        if Path(path).is_dir():
+            retrieval_set = read_retrieval_set(path, split)
+            return (retrieval_set.queries, retrieval_set.documents,
+                    [sorted(relevant) for relevant in retrieval_set.relevant])
+        examples = read_embedding_file(path)
+        if examples.kind != "pairs":
+            raise ValueError(f"{path}: {examples.kind} examples; mining reads (anchor, positive) pairs or a BEIR "
+                             "folder.")
+        documents, index = _distinct([texts[1] for texts in examples.texts])
+        positives: dict[str, list[int]] = {}
+        for texts in examples.texts:
+            positives.setdefault(texts[0], []).append(index[texts[1]])
+        return list(positives), documents, list(positives.values())
+
     # ----- fine-tuning -----------------------------------------------------------------------
 
     def read(self, path, fit_labels=False, need_labels=True):
