@@ -7,7 +7,7 @@ import pytest
 from tiny_finetune_files import write_bert_config, write_sentiment_tsv, write_vocab
 
 import bert_tf
-import pipelines.finetune
+import bert_tf.training.finetune
 from bert_tf_cli import main
 
 
@@ -33,7 +33,7 @@ def interrupted_after(monkeypatch, cls, method: str, signum: signal.Signals):
 
 
 def test_a_stopped_run_with_a_dev_file_saves_the_best_epoch_scored(command, tmp_path, monkeypatch, capsys):
-    interrupted_after(monkeypatch, pipelines.finetune.DevScores, "on_epoch_end", signal.SIGINT)
+    interrupted_after(monkeypatch, bert_tf.training.finetune.DevScores, "on_epoch_end", signal.SIGINT)
     out = tmp_path / "model"
     assert main([*command, "--dev", command[4], "--out", str(out)]) == 128 + signal.SIGINT
     printed = capsys.readouterr().out
@@ -45,7 +45,7 @@ def test_a_stopped_run_with_a_dev_file_saves_the_best_epoch_scored(command, tmp_
 
 
 def test_a_stopped_run_without_a_dev_file_saves_nothing_and_says_so(command, tmp_path, monkeypatch, capsys):
-    interrupted_after(monkeypatch, pipelines.finetune.TextProgressCallback, "on_train_batch_end", signal.SIGTERM)
+    interrupted_after(monkeypatch, bert_tf.training.finetune.TextProgressCallback, "on_train_batch_end", signal.SIGTERM)
     out = tmp_path / "model"
     assert main([*command, "--out", str(out)]) == 128 + signal.SIGTERM
     printed = capsys.readouterr().out
