@@ -11,7 +11,7 @@ from bert_tf.tasks.embedding.data import read_embedding_file
 from bert_tf.tasks.registry import task_from_spec
 from bert_tf.tasks.spec import TaskSpec
 from bert_tf_cli import main
-from pipelines.finetune_config import FinetuneConfig
+from bert_tf.training.finetune_config import FinetuneConfig
 from tiny_finetune_files import write_bert_config, write_vocab
 
 
@@ -50,7 +50,7 @@ def task(tmp_path):
 def loss_for(task, path, batch_size=16, **settings):
     data = task.prepare(task.read(path, fit_labels=True), training=True)
     config = FinetuneConfig(task="embed", train_file=str(path), output_dir="out", init="tiny", batch_size=batch_size,
-                            **settings)
+                            settings=settings)
     return task.loss(config, data)
 
 
@@ -106,5 +106,5 @@ def test_the_command_refuses_them_in_one_line_before_training(tmp_path, capsys):
 def test_the_run_says_which_format_it_found_and_which_loss_it_chose(task, tmp_path, rows, settings, summary):
     path = jsonl(tmp_path / "train.jsonl", rows)
     data = task.prepare(task.read(path, fit_labels=True), training=True)
-    config = FinetuneConfig(task="embed", train_file=str(path), output_dir="out", init="tiny", **settings)
+    config = FinetuneConfig(task="embed", train_file=str(path), output_dir="out", init="tiny", settings=settings)
     assert task.training_summary(config, data).startswith(f"{path}: {summary}")
