@@ -7,8 +7,11 @@ from bert_tf_cli import build_parser
 from bert_tf_cli.quickstart import QuickstartConfig, next_steps
 
 
-def test_next_steps_parse_and_name_the_classifier():
+def test_next_steps_parse_and_name_the_classifier(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     classifier = Path("my run") / "classifier"  # a space: the paths are quoted
+    classifier.mkdir(parents=True)
+    (classifier / "model.keras").touch()  # the commands check that the folder holds a model
     lines = next_steps(QuickstartConfig(), classifier).splitlines()
     commands = [shlex.split(line, comments=True) for line in lines]
     assert [command[1] for command in commands] == ["predict", "export", "serve", "predict"]

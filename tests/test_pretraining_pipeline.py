@@ -152,8 +152,11 @@ def test_missing_files_are_clear_errors(tmp_path, corpus):
 def test_next_sentence_labels_are_balanced(corpus):
     files, vocab = corpus
     # Chunks of one sentence are always NotNext (as in google-research/bert), so the share sits
-    # a little above one half: 52% on the shared Gutenberg corpus.
-    labels = collect(pretraining_dataset(files, vocab, 128, 20, batch_size=256, seed=11), 16)["next_sentence_labels"]
+    # a little above one half: 51-53% here over 48 batches. The global seed is set because the shuffles
+    # draw on it too, and an earlier test in the same process may have set it (it moved one half to 54%
+    # over 16 batches).
+    tf.random.set_seed(0)
+    labels = collect(pretraining_dataset(files, vocab, 128, 20, batch_size=256, seed=11), 48)["next_sentence_labels"]
     assert labels.mean() == pytest.approx(0.5, abs=0.03)
 
 

@@ -53,7 +53,7 @@ CASES = {
     "squad_doc_stride_windows": ("squad", ("squad", "train-v1.1-subset.json"),
                                  lambda data, out: first_paragraphs(data / "squad" / "train-v1.1-subset.json",
                                                                     out / "dev.json", 6),
-                                 {"seq_length": 64, "doc_stride": 24, "max_query_length": 16}),
+                                 {"seq_length": 64, "settings": {"doc_stride": 24, "max_query_length": 16}}),
 }
 
 
