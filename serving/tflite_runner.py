@@ -167,8 +167,10 @@ def _is_utf8(text: bytes) -> bool:
 
 
 def _as_input(value, dtype) -> np.ndarray:
-    if dtype in (np.bytes_, np.object_, np.str_):
-        return np.array([item.encode("utf-8") if isinstance(item, str) else item for item in value], dtype=object)
+    if dtype in (np.bytes_, np.object_, np.str_):  # texts of any shape (a reranker's documents: [batch, documents])
+        texts = np.asarray(value, dtype=object)
+        return np.array([item.encode("utf-8") if isinstance(item, str) else item for item in texts.flat],
+                        dtype=object).reshape(texts.shape)
     return np.asarray(value, dtype=dtype)
 
 

@@ -37,11 +37,31 @@ def text_packer(tokenizer: BertTokenizer, spec: TaskSpec, padding: str = "longes
 
 
 class TextServing(abc.ABC):
-    """A task's raw-text signature: `preprocess(texts)` and `outputs(texts)`, `texts` one string tensor [batch]
-    per text input (`TaskSpec.text_inputs`)."""
+    """A task's raw-text signature: `preprocess(texts)` and `outputs(texts)`, `texts` one string tensor per text
+    input (`TaskSpec.text_inputs`), of the shapes `input_specs` gives ([batch] by default).
+
+    The rows the model reads come from the inputs by `model_rows` (by default one row per example), and the
+    model's outputs per row go back to one per example by `per_example`: the SavedModel's and the TFLite model's
+    raw-text signatures both call them (`serving.export`), so a task whose example is several model inputs (a query
+    and its documents: `bert_tf.tasks.rerank_serving`) changes only these."""
 
     def __init__(self, task, model, spec: TaskSpec, tokenizer: BertTokenizer):
         self.task, self.model, self.spec, self.tokenizer = task, model, spec, tokenizer
+
+    @classmethod
+    def input_specs(cls, spec: TaskSpec) -> list[tf.TensorSpec]:
+        """The raw-text inputs of the exported signatures: string [batch] each, UTF-8, named `spec.text_inputs`."""
+        return [tf.TensorSpec([None], tf.string, name=name) for name in spec.text_inputs]
+
+    @classmethod
+    def model_rows(cls, texts: list[tf.Tensor]) -> list[tf.Tensor]:
+        """The signature's inputs → the text segments the model reads, string [rows] each: `texts` as they are."""
+        return texts
+
+    @classmethod
+    def per_example(cls, outputs: dict[str, tf.Tensor], texts: list[tf.Tensor]) -> dict[str, tf.Tensor]:
+        """The outputs of each row of `model_rows(texts)` → the outputs of each example: `outputs` as they are."""
+        return outputs
 
     @abc.abstractmethod
     def preprocess(self, texts: list[tf.Tensor]) -> dict[str, tf.Tensor]:
@@ -61,12 +81,12 @@ class PackedTextServing(TextServing):
         self.served = text_packer(tokenizer, spec, padding=task.text_padding)
 
     def preprocess(self, texts):
-        """int32 [batch, seq_length] each."""
-        return self.fixed(texts)
+        """int32 [batch, seq_length] each (per row of `model_rows`, shaped by `per_example`)."""
+        return self.per_example(self.fixed(self.model_rows(texts)), texts)
 
     def outputs(self, texts):
-        return self.task.serving_outputs(self.model, self.spec, at_least_two_columns(self.served(texts),
-                                                                                    self.tokenizer.vocabulary.pad_id))
+        ids = at_least_two_columns(self.served(self.model_rows(texts)), self.tokenizer.vocabulary.pad_id)
+        return self.per_example(self.task.serving_outputs(self.model, self.spec, ids), texts)
 
 
 def per_example(values: dict[str, tf.Tensor], num_windows) -> dict[str, tf.Tensor]:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import numpy as np
 import tensorflow as tf
 
 from bert_tf.model import INPUT_NAMES
@@ -120,8 +121,16 @@ def id_input_specs(seq_length: int) -> list[tf.TensorSpec]:
 
 
 def text_input_specs(spec: ServingSpec) -> list[tf.TensorSpec]:
-    """The text inputs: string [batch] each, UTF-8."""
-    return [tf.TensorSpec([None], tf.string, name=name) for name in spec.text_inputs]
+    """The text inputs: string [batch] each, UTF-8 (a reranker's documents: [batch, documents]), as the task's
+    raw-text signature takes them (`TextServing.input_specs`)."""
+    return spec.task_class.text_serving_class.input_specs(spec.task_spec)
+
+
+def example_texts(spec: ServingSpec, text: str) -> dict[str, np.ndarray]:
+    """One example of the text inputs, each `text`, in the inputs' shapes: a row of each (a warm-up request, a
+    check that a converted model runs)."""
+    return {input_spec.name: np.full([1] * input_spec.shape.rank, text, dtype=object)
+            for input_spec in text_input_specs(spec)}
 
 
 def serve_ids_function(spec: ServingSpec) -> tf.types.experimental.PolymorphicFunction:

@@ -62,7 +62,7 @@ import tensorflow_text as tf_text
 
 from bert_tf.model_directory import load_model_directory
 from serving.export.signatures import ServingSpec, model_info_function, serve_ids_function, serving_spec, task_outputs
-from serving.export.signatures import text_input_specs
+from serving.export.signatures import example_texts, text_input_specs
 from serving.tflite_runner import TfliteModel
 
 logger = logging.getLogger(__name__)
@@ -135,7 +135,8 @@ def _recorded(quantization: str) -> str:
 def _check_runs(model: TfliteModel, spec: ServingSpec) -> None:
     """Runs `serving_default` once, so that an op without a kernel fails the export, not a device."""
     first_id = {"input_word_ids": spec.vocabulary.cls_id, "input_mask": 1, "input_type_ids": 0}
-    inputs = {name: ["a"] if name in spec.text_inputs else [[first_id[name]] + [0] * (spec.seq_length - 1)]
+    texts = example_texts(spec, "a")
+    inputs = {name: texts[name] if name in texts else [[first_id[name]] + [0] * (spec.seq_length - 1)]
               for name in model.input_names()}
     try:
         model.run(inputs)
@@ -190,15 +191,18 @@ def tflite_module(spec: ServingSpec, with_text: bool) -> tuple[tf.Module, dict]:
 
     module.packer = DenseTextPacker(spec)
 
+    text_serving = spec.task_class.text_serving_class  # the model rows of the inputs, the outputs per example
+
     @tf.function(input_signature=text_input_specs(spec))
     def serve_text(*texts):
-        ids = module.packer(texts)
+        ids = module.packer(text_serving.model_rows(list(texts)))
         # As the SavedModel: a classifier's batch is padded to its longest text only; encoders answer per token.
-        return task_outputs(spec, to_longest(ids) if spec.task_class.text_padding == "longest" else ids)
+        outputs = task_outputs(spec, to_longest(ids) if spec.task_class.text_padding == "longest" else ids)
+        return text_serving.per_example(outputs, list(texts))
 
     @tf.function(input_signature=text_input_specs(spec))
     def preprocess(*texts):
-        return module.packer(texts)
+        return text_serving.per_example(module.packer(text_serving.model_rows(list(texts))), list(texts))
 
     signatures.update(
         serving_default=serve_text.get_concrete_function(),

@@ -1,7 +1,7 @@
 """The warm-up requests `bert-tf export` writes into each version (`serving.warmup_records`), for the server to
 replay before the version serves: per signature, one request of a typical length (`TYPICAL_LENGTH` tokens) and one
 as long as the model reads in one window (`seq_length`), one row each. Signatures that take the model's text inputs
-get texts of that many of the vocabulary's words (each at least a token); those that take token ids, that many:
+get texts (a row of each, in the inputs' shapes) of that many of the vocabulary's words (each at least a token); those that take token ids, that many:
 `[CLS]`, words' ids and `[SEP]`, padded to `seq_length`; others (`model_info`) none.
 
 Example:
@@ -17,7 +17,7 @@ import itertools
 import numpy as np
 
 from bert_tf.model import INPUT_NAMES
-from serving.export.signatures import ServingSpec
+from serving.export.signatures import ServingSpec, example_texts
 from serving.warmup_records import WarmupRequest
 
 TYPICAL_LENGTH = 16  # tokens of a typical request: a sentence
@@ -31,8 +31,8 @@ def warmup_requests(spec: ServingSpec, signature_inputs: dict[str, list[str]]) -
         for length in sorted({min(TYPICAL_LENGTH, spec.seq_length), spec.seq_length}):
             chosen = list(itertools.islice(itertools.cycle(words), length))
             if set(inputs) <= set(spec.text_inputs):
-                requests.append(WarmupRequest(signature, {name: np.array([" ".join(chosen)], dtype=object)
-                                                          for name in inputs}))
+                texts = example_texts(spec, " ".join(chosen))
+                requests.append(WarmupRequest(signature, {name: texts[name] for name in inputs}))
             elif set(inputs) == set(INPUT_NAMES):
                 requests.append(WarmupRequest(signature, _ids(spec, chosen[:length - 2])))
     return requests
