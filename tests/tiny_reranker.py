@@ -67,22 +67,23 @@ class PairScorerTask(Task):
         return {SCORES: tf.cast(model(ids, training=False), tf.float32)}
 
 
-def tiny_pair_scorer(seed=1) -> PairScorer:
+def tiny_pair_scorer(hidden_size=16, seed=1) -> PairScorer:
     keras.utils.set_random_seed(seed)
-    encoder = bert_tf.BertModel(bert_tf.BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1,
-                                                   num_attention_heads=2, intermediate_size=32,
+    encoder = bert_tf.BertModel(bert_tf.BertConfig(vocab_size=len(VOCAB), hidden_size=hidden_size, num_hidden_layers=1,
+                                                   num_attention_heads=2, intermediate_size=2 * hidden_size,
                                                    max_position_embeddings=SEQ_LENGTH, initializer_range=0.5))
     return PairScorer(encoder)
 
 
 @contextlib.contextmanager
-def registered_reranker(folder):
-    """The stand-in task registered while the block runs; yields a model directory of it in `folder`."""
+def registered_reranker(folder, hidden_size=16):
+    """The stand-in task registered while the block runs; yields a model directory of it in `folder` (`hidden_size`
+    64: weight matrices large enough for int8 quantization, which leaves tensors under 1024 values float32)."""
     saved = [dict(table) for table in (registry.TASKS, registry.FOLDER_FORMATS, SETTINGS_CLASSES)]
     registry.register_task(PairScorerTask)
     try:
         spec = TaskSpec(task=PairScorerTask.name, seq_length=SEQ_LENGTH, text_pair=True)
-        yield bert_tf.save_pretrained(tiny_pair_scorer(), folder / "reranker", vocab_file=write_vocab(folder), task=spec)
+        yield bert_tf.save_pretrained(tiny_pair_scorer(hidden_size), folder / "reranker", vocab_file=write_vocab(folder), task=spec)
     finally:
         for table, before in zip((registry.TASKS, registry.FOLDER_FORMATS, SETTINGS_CLASSES), saved):
             table.clear()
