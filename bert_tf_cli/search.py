@@ -23,7 +23,8 @@ def register(commands) -> None:
                     "server: documents x size x 4 bytes of vectors, (word, document) pairs x 8 bytes for BM25. "
                     "Documents longer than --seq-length tokens are embedded from their start (a warning counts "
                     "them). --corpus: BEIR's corpus.jsonl ({_id, title, text}), {id, text} lines, or a .txt file, a "
-                    "document per line.")
+                    "document per line. With --rerank, the first stage's --rerank-top-k best documents are scored by "
+                    "a reranker in the same call and the --top-k best by its score returned, with both scores.")
     index.add_argument("--model", type=model_directory_path,
                        help="a sentence-embedding model directory (or --lexical-only)")
     index.add_argument("--lexical-only", action="store_true",
@@ -44,12 +45,20 @@ def register(commands) -> None:
                        help="weighted fusion: the dense score's weight, 0 to 1; BM25's is 1 minus it (default: 0.5)")
     index.add_argument("--k1", type=float, default=1.5, help="BM25's term-frequency saturation (default: 1.5)")
     index.add_argument("--b", type=float, default=0.75, help="BM25's length normalisation, 0 to 1 (default: 0.75)")
+    index.add_argument("--rerank", metavar="RERANKER", type=model_directory_path,
+                       help="a reranker's model directory (bert-tf finetune --task rerank): reorders the first stage's "
+                            "best --rerank-top-k documents in the graph; the index then also holds the documents' "
+                            "whole texts")
+    index.add_argument("--rerank-top-k", type=int,
+                       help="with --rerank: the first stage's documents reranked per query, at least --top-k "
+                            "(default: 100)")
     index.add_argument("--no-progress", action="store_true", help="no progress bar")
     index.set_defaults(run=run_index)
     search = commands.add_parser(
         "search", help="the documents a search SavedModel (bert-tf index) finds for queries",
-        description="Prints, for each query, the rank, score, id and text (cut to a line) of the best documents; "
-                    "--mode, --fusion and --dense-weight default to the index's.")
+        description="Prints, for each query, the rank, score, id and text (cut to a line) of the best documents "
+                    "(an index with a reranker: the rank, the reranker's score, the first stage's score, id and "
+                    "text); --mode, --fusion and --dense-weight default to the index's.")
     search.add_argument("queries", nargs="+", help="query texts")
     search.add_argument("--model", required=True,
                         help="OUT/NAME of bert-tf index (its latest version), or a version; with --server, the served "
@@ -69,11 +78,14 @@ def run_index(args) -> None:
     if bool(args.model) == args.lexical_only:
         raise ValueError("Give --model (a sentence-embedding model directory) or --lexical-only (BM25 alone)." if not
                          args.model else "--lexical-only indexes without a model: leave out --model, or the flag.")
+    if args.rerank_top_k is not None and not args.rerank:
+        raise ValueError("--rerank-top-k is the number of documents --rerank reorders: give --rerank RERANKER too.")
+    rerank_top_k = {} if args.rerank_top_k is None else {"rerank_top_k": args.rerank_top_k}
     mode = args.mode or ("lexical" if args.lexical_only else "hybrid")
     settings = SearchSettings(top_k=args.top_k, mode=mode, fusion=args.fusion, dense_weight=args.dense_weight,
-                              k1=args.k1, b=args.b)
+                              k1=args.k1, b=args.b, **rerank_top_k)
     final = export_search_index(args.model, args.corpus, args.out, args.name, version=args.version, settings=settings,
-                                seq_length=args.seq_length, progress=not args.no_progress)
+                                seq_length=args.seq_length, progress=not args.no_progress, reranker=args.rerank)
     print(f"Wrote the search model {final}: serve it with `bert-tf serve --model_base_path {final.parent} "
           f"--model_name {args.name}`, or ask it with `bert-tf search --model {final.parent} QUERY`.")
 
@@ -91,16 +103,21 @@ def run_search(args) -> None:
     if args.top_k is not None and args.top_k > top_k:
         raise ValueError(f"--top-k {args.top_k} is more than the index's {top_k} (bert-tf index --top-k).")
     shown = args.top_k or top_k
-    for query, ids, scores, texts in zip(args.queries, found["ids"], found["scores"], found["texts"]):
-        results = [{"rank": rank, "score": float(score), "id": identifier.decode("utf-8"), "text": text.decode("utf-8")}
-                   for rank, (identifier, score, text) in enumerate(zip(ids[:shown], scores[:shown], texts[:shown]),
-                                                                    start=1)]
+    reranked = "first_stage_scores" in found  # an index with a reranker: both scores
+    first_stage = found["first_stage_scores"] if reranked else found["scores"]
+    for query, ids, scores, first_scores, texts in zip(args.queries, found["ids"], found["scores"], first_stage,
+                                                       found["texts"]):
+        results = [{"rank": rank, "score": float(score), **({"first_stage_score": float(first)} if reranked else {}),
+                    "id": identifier.decode("utf-8"), "text": text.decode("utf-8")}
+                   for rank, (identifier, score, first, text) in enumerate(
+                       zip(ids[:shown], scores[:shown], first_scores[:shown], texts[:shown]), start=1)]
         if args.json:
             print(json.dumps({"query": query, "results": results}, ensure_ascii=False))
             continue
-        print(query)
+        print(query + ("\t(rank, reranker score, first-stage score, id, text)" if reranked else ""))
         for result in results:
-            print(f"  {result['rank']}\t{result['score']:.4f}\t{result['id']}\t{result['text']}")
+            first = f"\t{result['first_stage_score']:.4f}" if reranked else ""
+            print(f"  {result['rank']}\t{result['score']:.4f}{first}\t{result['id']}\t{result['text']}")
 
 
 def _local(args) -> tuple[dict, int]:

@@ -26,6 +26,14 @@ search, hand the vectors to a library made for it, e.g. faiss or ScaNN: `embedde
 Long documents are cut at the model's `seq_length` tokens for their vector (a warning counts them; BM25 reads
 them whole); split them into passages before indexing where their ends matter.
 
+With a reranker (`bert-tf index --rerank RERANKER --rerank-top-k K`: a model whose task scores (query, document)
+pairs, `bert_tf.tasks.rerank_serving`), the same call goes on: the first stage (the mode's) finds its best K
+documents, the reranker scores each (query, document) pair, tokenized in the graph as the reranker's own export
+packs them, and the `top_k` best by that score are returned, best first: `scores` are then the reranker's, and
+`first_stage_scores` (float32 [batch, top_k]) the first stage's for the same documents. The version then also holds
+the reranker's weights and every document's whole text (cut to the reranker's `max_text_bytes`), and `model_info`
+gives `rerank_top_k` (K; 0 without a reranker).
+
 Example:
     >>> export_search_index("models/sts", "docs.jsonl", "models/served", "search")  # doctest: +SKIP
     PosixPath('models/served/search/1')
@@ -45,6 +53,7 @@ from bert_tf.model_directory import load_model_directory
 from bert_tf.progress import progress_bar
 from bert_tf.retrieval.bm25 import BM25Index, LexicalScorer
 from bert_tf.retrieval.fusion import FUSIONS, fused_top_k
+from bert_tf.tasks.rerank_serving import SCORES, is_reranker
 from bert_tf.tokenizer import BertTokenizer
 from serving.export.saved_model import new_version_path, write_version
 from serving.export.search_corpus import read_corpus
@@ -62,7 +71,8 @@ NO_WORDS = "No document has a word BM25 can index (two or more letters or digits
 @dataclasses.dataclass(frozen=True)
 class SearchSettings:
     """How the index searches when a request does not say: `top_k` documents, by `mode`, hybrid by `fusion` with
-    `dense_weight`; BM25's `k1` and `b` (fixed when it is written)."""
+    `dense_weight`; BM25's `k1` and `b` (fixed when it is written); with a reranker, the first stage's
+    `rerank_top_k` documents are reranked (at least `top_k`)."""
 
     top_k: int = 10
     mode: str = "hybrid"
@@ -70,10 +80,13 @@ class SearchSettings:
     dense_weight: float = 0.5
     k1: float = 1.5
     b: float = 0.75
+    rerank_top_k: int = 100
 
     def __post_init__(self):
-        if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 1:
-            raise ValueError(f"top_k must be a positive integer, got {self.top_k!r}.")
+        for name in ("top_k", "rerank_top_k"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}.")
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}.")
         if self.fusion not in FUSIONS:
@@ -86,13 +99,15 @@ class SearchSettings:
 
 def export_search_index(model_dir, corpus, base_path, name: str, version: int | None = None,
                         settings: SearchSettings = SearchSettings(), seq_length: int | None = None,
-                        progress: bool = True) -> Path:
+                        progress: bool = True, reranker=None) -> Path:
     """Writes `base_path/name/<version>/`: the search SavedModel of `model_dir` over `corpus` (`read_corpus`);
     `seq_length`: the tokens of a document embedded (default: the model's; at most its position table).
-    `model_dir` None: a lexical index (BM25 alone, `settings.mode` "lexical")."""
+    `model_dir` None: a lexical index (BM25 alone, `settings.mode` "lexical"). `reranker`: a reranker's model
+    directory, which reorders the first stage's `settings.rerank_top_k` best documents (module docstring)."""
     if model_dir is None and settings.mode != "lexical":
         raise ValueError(f"An index without a model searches by words only: mode lexical, not {settings.mode}.")
     final = new_version_path(base_path, name, version)
+    rerank_spec = None if reranker is None else reranker_spec(reranker, settings)
     ids, texts = read_corpus(corpus)
     spec = None
     if model_dir is not None:
@@ -103,9 +118,23 @@ def export_search_index(model_dir, corpus, base_path, name: str, version: int | 
     if not lexical.vocabulary:
         raise ValueError(NO_WORDS)
     vectors = None if spec is None else embedded_corpus(spec, texts, progress)
-    write_search_index(spec, ids, texts, vectors, lexical, final, settings)
-    logger.info("Indexed %d documents of %s with %s in %s.", len(ids), corpus, model_dir, final)
+    write_search_index(spec, ids, texts, vectors, lexical, final, settings, rerank_spec)
+    logger.info("Indexed %d documents of %s with %s%s in %s.", len(ids), corpus, model_dir,
+                "" if reranker is None else f", reranked by {reranker}", final)
     return final
+
+
+def reranker_spec(reranker, settings: SearchSettings = SearchSettings()) -> ServingSpec:
+    """The `ServingSpec` of the reranker's model directory `reranker`, checked to be a reranker and to rerank at
+    least the `settings.top_k` documents a query returns."""
+    if settings.rerank_top_k < settings.top_k:
+        raise ValueError(f"The reranker reorders the first stage's {settings.rerank_top_k} best documents (rerank top "
+                         f"k); a query returns {settings.top_k} (top k): rerank at least as many.")
+    spec = serving_spec(load_model_directory(reranker))
+    if not is_reranker(spec.task_class):
+        raise ValueError(f"{reranker} is a {spec.task} model, not a reranker (a model that scores query and document "
+                         "pairs: bert-tf finetune --task rerank).")
+    return spec
 
 
 def _check_embedding_model(task_spec, model_dir) -> None:
@@ -152,10 +181,12 @@ def _snippet(text: str) -> str:
 
 
 def write_search_index(spec: ServingSpec | None, ids: list[str], texts: list[str], vectors: np.ndarray | None,
-                       lexical: BM25Index, final: Path, settings: SearchSettings = SearchSettings()) -> Path:
+                       lexical: BM25Index, final: Path, settings: SearchSettings = SearchSettings(),
+                       reranker: ServingSpec | None = None) -> Path:
     """Writes the search SavedModel (module docstring) of a model's `spec` (`serving_spec`), the documents' `ids`,
     `texts`, `vectors` (float32 [documents, size], of length 1) and BM25 statistics as the version folder `final`;
-    `final`. `spec` and `vectors` None: a lexical index."""
+    `final`. `spec` and `vectors` None: a lexical index. `reranker` (`reranker_spec`): the first stage's
+    `settings.rerank_top_k` best documents reranked by it."""
     if spec is not None:
         _check_embedding_model(spec.task_spec, "The model")
     documents = len(ids) if vectors is None else len(vectors)
@@ -169,22 +200,30 @@ def write_search_index(spec: ServingSpec | None, ids: list[str], texts: list[str
         with tempfile.TemporaryDirectory(prefix="bert_tf_index_") as scratch:
             vocabulary_file = Path(scratch) / VOCABULARY_ASSET
             vocabulary_file.write_text("".join(f"{word}\n" for word in lexical.vocabulary), encoding="utf-8")
-            module, signatures = _search_module(spec, ids, [_snippet(text) for text in texts], vectors,
-                                                LexicalScorer(lexical, str(vocabulary_file)), settings)
+            module, signatures = _search_module(spec, ids, texts, vectors,
+                                                LexicalScorer(lexical, str(vocabulary_file)), settings, reranker)
             tf.saved_model.save(module, str(staging), signatures=signatures)
 
     write_version(final, write)
     return final
 
 
-def _search_module(spec: ServingSpec | None, ids, snippets, vectors, scorer: LexicalScorer, settings: SearchSettings):
-    """The module to save and its signatures; without a model (`spec` None), lexical search only."""
+def _cut_utf8(text: str, max_bytes: int) -> str:
+    """`text` cut to `max_bytes` UTF-8 bytes, a character it would split dropped (`bert_tf.tasks.text_budget`)."""
+    return text.encode("utf-8")[:max_bytes].decode("utf-8", errors="ignore")
+
+
+def _search_module(spec: ServingSpec | None, ids, texts, vectors, scorer: LexicalScorer, settings: SearchSettings,
+                   reranker: ServingSpec | None = None):
+    """The module to save and its signatures; without a model (`spec` None), lexical search only; with a `reranker`,
+    the first stage's best `settings.rerank_top_k` reranked."""
     module = tf.Module(name="bert_tf_search")
     module.ids = tf.Variable(ids, trainable=False, name="document_ids")
-    module.snippets = tf.Variable(snippets, trainable=False, name="document_snippets")
+    module.snippets = tf.Variable([_snippet(text) for text in texts], trainable=False, name="document_snippets")
     module.bm25 = scorer
     modes = MODES if spec is not None else MODES[:1]
-    k = min(settings.top_k, len(ids))
+    returned = min(settings.top_k, len(ids))
+    k = returned if reranker is None else min(settings.rerank_top_k, len(ids))  # the first stage's documents
     depth = min(max(k, FUSION_DEPTH), len(ids))
     branches = [lambda queries, fusion, dense_weight: tf.math.top_k(module.bm25.scores(queries), k=k)]
     if spec is not None:
@@ -198,6 +237,19 @@ def _search_module(spec: ServingSpec | None, ids, snippets, vectors, scorer: Lex
         branches += [lambda queries, fusion, dense_weight: tf.math.top_k(dense_scores(queries), k=k),
                      lambda queries, fusion, dense_weight: fused_top_k(
                          dense_scores(queries), module.bm25.scores(queries), k, fusion, dense_weight, depth)]
+
+    if reranker is not None:
+        module.reranker_variables = [variable.value for variable in reranker.model.variables]
+        module.documents = tf.Variable([_cut_utf8(text, reranker.task_spec.max_text_bytes) for text in texts],
+                                       trainable=False, name="document_texts")
+        pair_scores = _text_serving(reranker)
+
+        def reranked(queries, first_stage_scores, first_stage_indices):
+            """The `returned` best of the first stage's documents by the reranker's score, with both scores."""
+            scores = pair_scores.outputs([queries, tf.gather(module.documents, first_stage_indices)])[SCORES]
+            scores, order = tf.math.top_k(scores, k=returned)
+            return {"scores": scores, "indices": tf.gather(first_stage_indices, order, batch_dims=1),
+                    "first_stage_scores": tf.gather(first_stage_scores, order, batch_dims=1)}
 
     def ranked(queries, mode, fusion, dense_weight):
         """The outputs for `mode`: a string tensor (chosen in the graph), or a mode's name (that mode alone)."""
@@ -213,8 +265,9 @@ def _search_module(spec: ServingSpec | None, ids, snippets, vectors, scorer: Lex
             scores, indices = tf.switch_case(tf.argmax(tf.cast(tf.equal(mode, MODES), tf.int32), output_type=tf.int32),
                                              [lambda branch=branch: branch(queries, fusion, dense_weight)
                                               for branch in branches])
-        return {"ids": tf.gather(module.ids, indices), "scores": scores, "indices": indices,
-                "texts": tf.gather(module.snippets, indices)}
+        found = {"scores": scores, "indices": indices} if reranker is None else reranked(queries, scores, indices)
+        return {"ids": tf.gather(module.ids, found["indices"]), **found,
+                "texts": tf.gather(module.snippets, found["indices"])}
 
     queries_spec = tf.TensorSpec([None], tf.string, name="text")
 
@@ -229,9 +282,10 @@ def _search_module(spec: ServingSpec | None, ids, snippets, vectors, scorer: Lex
         return tf.function(lambda text: ranked(text, mode, settings.fusion, settings.dense_weight),
                            input_signature=[queries_spec])
 
-    settings_info = {"documents": (len(ids), tf.int32), "top_k": (k, tf.int32), "mode": (settings.mode, tf.string),
-                     "fusion": (settings.fusion, tf.string), "dense_weight": (settings.dense_weight, tf.float32),
-                     "k1": (settings.k1, tf.float32), "b": (settings.b, tf.float32)}
+    settings_info = {"documents": (len(ids), tf.int32), "top_k": (returned, tf.int32),
+                     "mode": (settings.mode, tf.string), "fusion": (settings.fusion, tf.string),
+                     "dense_weight": (settings.dense_weight, tf.float32), "k1": (settings.k1, tf.float32),
+                     "b": (settings.b, tf.float32), "rerank_top_k": (0 if reranker is None else k, tf.int32)}
     extra = lambda: {name: tf.constant(value, dtype) for name, (value, dtype) in settings_info.items()}  # noqa: E731
     info = model_info_function(spec, extra) if spec is not None else _lexical_info(extra)
     return module, {"serving_default": search, **{mode: fixed_mode(mode) for mode in modes},
