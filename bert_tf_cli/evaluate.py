@@ -5,7 +5,8 @@ highest version), served here on 127.0.0.1 for the run, or a model a server serv
 model is asked as `predict --server` asks it (`serving.client.server_prediction.ServerPredictor`), and its
 answers are scored by the task's own scoring (`FinetuneTask.prediction_scores`): the scores a model
 directory gets from its own predictions. A BEIR folder is scored here, for a sentence-embedding model directory or a
-search index (`bert-tf index`, in any mode): `pipelines.beir_evaluation`.
+search index (`bert-tf index`, in any mode), or for a reranker after a first stage (`--first-stage INDEX --top-k K`:
+both rankings scored): `pipelines.beir_evaluation`.
 """
 
 from pathlib import Path
@@ -24,8 +25,9 @@ def register(commands) -> None:
                     "unless --text-column and the others name them; CoNLL; SQuAD JSON; scored pairs, pairs or a BEIR "
                     "folder) and print the task's scores: accuracy, macro-F1, MCC and per-class precision/recall/F1; "
                     "entity-level precision/recall/F1 (conlleval); SQuAD exact match/F1; or for sentence embeddings "
-                    "STS Spearman/Pearson and retrieval nDCG@10, MRR@10, Recall@k. An export is served on 127.0.0.1 "
-                    "for the run; with --server, the served model answers.")
+                    "STS Spearman/Pearson and retrieval nDCG@10, MRR@10, Recall@k; for a reranker on a BEIR folder, "
+                    "those of the --first-stage index's --top-k documents and of the same documents reranked. An "
+                    "export is served on 127.0.0.1 for the run; with --server, the served model answers.")
     parser.add_argument("--model", required=True,
                         help="model directory written by `bert-tf finetune`, or an export (`bert-tf export`'s version "
                              "folder, or its model folder); with --server, the served model's name")
@@ -36,6 +38,12 @@ def register(commands) -> None:
                         help="labelled data file, or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv) for "
                              "a sentence-embedding model or a search index (bert-tf index)")
     parser.add_argument("--split", help="a BEIR folder's judgments, qrels/SPLIT.tsv (default: test, else the only one)")
+    parser.add_argument("--first-stage", metavar="INDEX", type=existing_path,
+                        help="a reranker (--model) on a BEIR folder: the search index (bert-tf index, without "
+                             "--rerank) whose answers it reorders")
+    parser.add_argument("--top-k", type=int,
+                        help="with --first-stage: the first stage's documents reranked per query, at most the "
+                             "index's --top-k (default: 100)")
     parser.add_argument("--mode", choices=("lexical", "dense", "hybrid"),
                         help="a search index's mode (default: the index's)")
     parser.add_argument("--fusion", choices=("rrf", "weighted"),
@@ -64,6 +72,10 @@ def run(args) -> None:
     model = Path(args.model)
     index_options = [flag for flag, value in (("--mode", args.mode), ("--fusion", args.fusion),
                                               ("--dense-weight", args.dense_weight)) if value is not None]
+    if args.top_k is not None and not args.first_stage:
+        raise ValueError("--top-k is the number of documents a reranker reorders: give --first-stage INDEX too.")
+    if args.first_stage and not Path(args.data).is_dir():
+        raise ValueError("--first-stage is for a reranker on a BEIR folder (--data FOLDER).")
     if Path(args.data).is_dir():
         format_scores, scores = evaluate_beir_folder(args, model, index_options)
         print(json.dumps(scores, indent=2) if args.json else format_scores(scores))
@@ -86,10 +98,17 @@ def evaluate_beir_folder(args, model: Path, index_options: list[str]):
     BEIR folder --data."""
     from bert_tf import format_retrieval
     from pipelines.beir_evaluation import beir_split, evaluate_index_on_beir, evaluate_model_on_beir, is_search_index
+    from pipelines.beir_evaluation import evaluate_reranker_on_beir
 
     if args.server:
         raise ValueError("A BEIR folder is scored here, on a model directory or a search index: leave out --server.")
     split = beir_split(args.data, args.split)
+    if args.first_stage:
+        if not is_search_index(args.first_stage):
+            raise ValueError(f"--first-stage {args.first_stage} is not a search index (write one with bert-tf index).")
+        return format_reranking, evaluate_reranker_on_beir(
+            model, args.first_stage, args.data, split, 100 if args.top_k is None else args.top_k, args.mode,
+            args.fusion, args.dense_weight, args.batch_size)
     if is_search_index(model):
         return format_retrieval, evaluate_index_on_beir(model, args.data, split, args.mode, args.fusion,
                                                         args.dense_weight, args.batch_size)
@@ -97,6 +116,20 @@ def evaluate_beir_folder(args, model: Path, index_options: list[str]):
         raise ValueError(f"{index_options[0]} is for a search index (bert-tf index); {model} is not one.")
     task, scores = evaluate_model_on_beir(model, args.data, split, args.batch_size)
     return task.format_scores, scores
+
+
+def format_reranking(scores: dict) -> str:
+    """The first stage's and the reranked scores, a line each.
+
+    >>> line = {"ndcg@10": 61.2, "mrr@10": 57.0, "recall@10": 80.0, "queries": 300}
+    >>> print(format_reranking({"first_stage": line, "reranked": {**line, "ndcg@10": 64.0}}))
+    first stage  nDCG@10 61.20  MRR@10 57.00  Recall@10 80.00  (300 queries)
+    reranked     nDCG@10 64.00  MRR@10 57.00  Recall@10 80.00  (300 queries)
+    """
+    from bert_tf import format_retrieval
+
+    return "\n".join(f"{name:<12} {format_retrieval(scores[key])}"
+                     for name, key in (("first stage", "first_stage"), ("reranked", "reranked")))
 
 
 def evaluate_served(target: str, model_name: str, data_file: str, columns: tuple, batch_size: int):

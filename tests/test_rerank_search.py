@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 from tiny_reranker import local_scores, registered_reranker
 
+from bert_tf.retrieval.bm25 import BM25Index
 from bert_tf_cli import main
 from serving.export.search_index import SearchSettings, export_search_index
 
@@ -31,18 +32,22 @@ def corpus(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="module")
+def chained(reranker_dir, corpus, tmp_path_factory):
+    """A lexical index with the reranker, written by the command line: 2 of the first stage's best 4 per query."""
+    out = tmp_path_factory.mktemp("chained")
+    assert main(["index", "--lexical-only", "--corpus", str(corpus), "--out", str(out), "--name", "chained",
+                 "--top-k", "2", "--rerank", str(reranker_dir), "--rerank-top-k", "4", "--no-progress"]) == 0
+    return out / "chained"
+
+
 def search(version, mode):
     loaded = tf.saved_model.load(str(version))
     return {name: value.numpy() for name, value in loaded.signatures[mode](text=tf.constant(QUERIES)).items()}
 
 
-@pytest.mark.parametrize("mode", ["lexical", "hybrid"])
-def test_the_chained_top_n_equal_the_two_stages_run_apart(mode, reranker_dir, embedder_dir, corpus, tmp_path):
-    model = None if mode == "lexical" else embedder_dir
-    first_stage = search(export_search_index(model, corpus, tmp_path, "first", settings=SearchSettings(
-        top_k=4, mode=mode), progress=False), mode)
-    chained = search(export_search_index(model, corpus, tmp_path, "chained", settings=SearchSettings(
-        top_k=2, mode=mode, rerank_top_k=4), progress=False, reranker=reranker_dir), mode)
+def assert_two_stages_apart(chained, first_stage, reranker_dir):
+    """`chained` (2 per query) are the reranker's best 2 of `first_stage`'s answers (4 per query)."""
     assert chained["scores"].shape == chained["first_stage_scores"].shape == (3, 2)
     for row, query in enumerate(QUERIES):
         candidates = first_stage["indices"][row]
@@ -55,23 +60,36 @@ def test_the_chained_top_n_equal_the_two_stages_run_apart(mode, reranker_dir, em
             list(DOCUMENTS)[index] for index in candidates[best]]
 
 
-def test_search_prints_both_scores(reranker_dir, corpus, tmp_path, capsys):
-    assert main(["index", "--lexical-only", "--corpus", str(corpus), "--out", str(tmp_path), "--name", "chained",
-                 "--top-k", "2", "--rerank", str(reranker_dir), "--rerank-top-k", "5", "--no-progress"]) == 0
+def test_the_chained_top_n_equal_the_two_stages_run_apart(chained, reranker_dir, corpus, tmp_path):
+    first_stage = export_search_index(None, corpus, tmp_path, "first", settings=SearchSettings(top_k=4, mode="lexical"),
+                                      progress=False)
+    assert_two_stages_apart(search(chained / "1", "lexical"), search(first_stage, "lexical"), reranker_dir)
+    info = tf.saved_model.load(str(chained / "1")).signatures["model_info"](request=tf.constant([""]))
+    assert int(info["rerank_top_k"][0]) == 4 and int(info["top_k"][0]) == 2
+
+
+@pytest.mark.slow
+def test_a_hybrid_first_stage_reranked_equals_the_two_stages_run_apart(reranker_dir, embedder_dir, corpus, tmp_path):
+    first_stage = export_search_index(embedder_dir, corpus, tmp_path, "first", settings=SearchSettings(top_k=4),
+                                      progress=False)
+    chained = export_search_index(embedder_dir, corpus, tmp_path, "chained", settings=SearchSettings(
+        top_k=2, rerank_top_k=4), progress=False, reranker=reranker_dir)
+    assert_two_stages_apart(search(chained, "hybrid"), search(first_stage, "hybrid"), reranker_dir)
+
+
+def test_search_prints_both_scores(chained, reranker_dir, capsys):
     capsys.readouterr()
-    assert main(["search", "--model", str(tmp_path / "chained"), "--json", *QUERIES[:2]]) == 0
-    answers = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    info = tf.saved_model.load(str(tmp_path / "chained" / "1")).signatures["model_info"](request=tf.constant([""]))
-    assert int(info["rerank_top_k"][0]) == 5 and int(info["top_k"][0]) == 2
-    for answer in answers:
-        results = answer["results"]
-        assert [set(result) for result in results] == [{"rank", "score", "first_stage_score", "id", "text"}] * 2
-        expected = local_scores(reranker_dir, answer["query"], [DOCUMENTS[result["id"]] for result in results])
-        assert [result["score"] for result in results] == pytest.approx(expected.tolist(), abs=1e-5)
-        assert results[0]["score"] >= results[1]["score"]
-    assert main(["search", "--model", str(tmp_path / "chained"), QUERIES[0]]) == 0
+    assert main(["search", "--model", str(chained), *QUERIES[:2]]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert "first-stage score" in lines[0] and len(lines[1].split("\t")) == 5
+    assert lines[0] == f"{QUERIES[0]}\t(rank, reranker score, first-stage score, id, text)" and len(lines) == 6
+    for query, results in ((QUERIES[0], lines[1:3]), (QUERIES[1], lines[4:6])):
+        rows = [line.strip().split("\t") for line in results]
+        assert [row[0] for row in rows] == ["1", "2"] and [row[4] for row in rows] == [DOCUMENTS[row[3]] for row in rows]
+        expected = local_scores(reranker_dir, query, [DOCUMENTS[row[3]] for row in rows])
+        assert [float(row[1]) for row in rows] == pytest.approx(expected.tolist(), abs=1e-4)
+        bm25 = BM25Index(TEXTS).scores([query])[0]
+        assert [float(row[2]) for row in rows] == pytest.approx([bm25[list(DOCUMENTS).index(row[3])] for row in rows],
+                                                                abs=1e-4)
 
 
 def test_wrong_reranking_options_are_one_line(reranker_dir, embedder_dir, corpus, tmp_path, capsys):
@@ -79,7 +97,7 @@ def test_wrong_reranking_options_are_one_line(reranker_dir, embedder_dir, corpus
     for args, message in [
         (["--top-k", "3", "--rerank", str(reranker_dir), "--rerank-top-k", "2"],
          "reorders the first stage's 2 best documents (rerank top k); a query returns 3 (top k)"),
-        (["--rerank", str(embedder_dir)], "is a embed model, not a reranker"),
+        (["--rerank", str(embedder_dir)], "is not a reranker: its task is embed"),
         (["--rerank", str(tmp_path / "missing")], "missing"),
         (["--rerank-top-k", "5"], "give --rerank RERANKER too"),
     ]:

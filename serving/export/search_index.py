@@ -132,8 +132,8 @@ def reranker_spec(reranker, settings: SearchSettings = SearchSettings()) -> Serv
                          f"k); a query returns {settings.top_k} (top k): rerank at least as many.")
     spec = serving_spec(load_model_directory(reranker))
     if not is_reranker(spec.task_class):
-        raise ValueError(f"{reranker} is a {spec.task} model, not a reranker (a model that scores query and document "
-                         "pairs: bert-tf finetune --task rerank).")
+        raise ValueError(f"{reranker} is not a reranker: its task is {spec.task} (a reranker scores query and "
+                         "document pairs: bert-tf finetune --task rerank).")
     return spec
 
 
