@@ -1,17 +1,17 @@
 """`RerankTextServing`: the raw-text signature of a pair scorer (a reranker): a query and its documents in, one score
 per document out.
 
-A reranker reads `[CLS] query [SEP] document [SEP]` and gives one logit, its `scores` output
+A reranker reads `[CLS] query [SEP] document [SEP]` and gives one logit, its `score` output
 (`Task.serving_outputs`, from token ids: one pair per row). Its exported `serving_default` takes the query
-(string [batch]) and the documents to score for it (string [batch, documents]: the second text input, e.g.
-`documents`) and returns `scores` float32 [batch, documents]; `preprocess` gives the pairs' ids
+(string [batch]: the first text input, `query`) and the documents to score for it (string [batch, documents]: the
+second, `document`) and returns `score` float32 [batch, documents]; `preprocess` gives the pairs' ids
 [batch, documents, seq_length]. Each pair is packed as training packs it (each text cut to `max_text_bytes`, the
 pair to `seq_length` tokens by the task's `truncation`). A task is a reranker when its `text_serving_class` is this
 one (`is_reranker`): the search index (`bert-tf index --rerank`) and `bert-tf evaluate --first-stage` take those.
 
 Example:
     >>> serving = task_named("rerank").text_serving(model, spec, tokenizer)  # doctest: +SKIP
-    >>> serving.outputs([tf.constant(["who lives in paris"]), tf.constant([["a film", "paris"]])])["scores"].shape
+    >>> serving.outputs([tf.constant(["who lives in paris"]), tf.constant([["a film", "paris"]])])["score"].shape
     ... # doctest: +SKIP
     TensorShape([1, 2])
     >>> RerankTextServing.model_rows([tf.constant(["q1", "q2"]), tf.constant([["a", "b"], ["c", "d"]])])[0].numpy()
@@ -25,11 +25,11 @@ import tensorflow as tf
 from bert_tf.tasks.spec import TaskSpec
 from bert_tf.tasks.text_serving import PackedTextServing
 
-SCORES = "scores"  # the reranker's output: one logit per (query, document) pair
+SCORES = "score"  # the reranker's output (`Task.serving_outputs`): one logit per (query, document) pair
 
 
 class RerankTextServing(PackedTextServing):
-    """A query [batch] and its documents [batch, documents] → one model row per (query, document) pair → `scores`
+    """A query [batch] and its documents [batch, documents] → one model row per (query, document) pair → `score`
     [batch, documents] (each output per pair, shaped per query)."""
 
     @classmethod
