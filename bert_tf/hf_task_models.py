@@ -54,15 +54,18 @@ def write_hf_task_model(model, out_dir: str | Path, vocab_file: str | Path | Non
     return write_hf_files(out_dir, tensors, config, vocab_file, lower_case)
 
 
-def read_hf_task_model(path: str | Path):
+def read_hf_task_model(path: str | Path, task=None):
     """The bert-tf task model of a transformers `BertForSequenceClassification`, `BertForTokenClassification` or
     `BertForQuestionAnswering` directory (`architectures` in its config.json), with its head, label names
     (`id2label`) and classification mode (`problem_type`, else regression for one label, as transformers);
-    None for a directory of another class."""
+    None for a directory of another class. `task`: the fine-tuning task to read it as, where several share its
+    class (a one-label `BertForSequenceClassification` is a classifier, or a reranker); None: the first task of its
+    class (`task_of_hf_architecture`)."""
     directory = Path(path)
     settings = json.loads((directory / "config.json").read_text(encoding="utf-8"))
-    model_task = task_of_hf_architecture((settings.get("architectures") or [None])[0])
-    if model_task is None:
+    architecture = (settings.get("architectures") or [None])[0]
+    model_task = task_of_hf_architecture(architecture) if task is None else task
+    if model_task is None or model_task.hf_architecture != architecture:
         return None
     contents, head_tensors = read_hf_directory_and_head(directory, model_task.hf_head_name)
     encoder = BertModel(contents.config)

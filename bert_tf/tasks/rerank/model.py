@@ -68,6 +68,31 @@ class BertReranker(BertTaskModel):
     def head(self, features, inputs, training=None):
         return tf.squeeze(self.classifier(self.dropout(features, training=training)), -1)
 
+    def score(self, query: str, documents, batch_size: int = 32) -> np.ndarray:
+        """The score of each of `documents` for `query`: float32 NumPy [len(documents)], the logits (a sigmoid of them
+        gives sentence-transformers' `CrossEncoder.predict` of a one-label model), in batches of `batch_size` pairs."""
+        if not isinstance(query, str) or isinstance(documents, str) or not all(isinstance(document, str)
+                                                                              for document in documents):
+            raise ValueError("BertReranker.score takes a query (a text) and a list of documents (texts).")
+        if len(documents) == 0:
+            return np.zeros(0, np.float32)
+        return np.asarray(self.predict(([query] * len(documents), list(documents)), batch_size=batch_size,
+                                       verbose=0), np.float32)
+
+    def rerank(self, query: str, documents, top_k: int | None = None, batch_size: int = 32) -> list[dict]:
+        """`documents` ordered by their scores for `query`, best first, the first `top_k` (None: all):
+        `[{"corpus_id": index in documents, "score": logit}, ...]`, as sentence-transformers' `CrossEncoder.rank`
+        (its scores before the sigmoid).
+
+        Example:
+            >>> reranker = bert_tf.load_model_directory("reranker/").model  # doctest: +SKIP
+            >>> reranker.rerank("Where do pandas live?", ["Pandas live in China.", "Paris is in France."], top_k=1)  # doctest: +SKIP
+            [{'corpus_id': 0, 'score': 4.21}]
+        """
+        scores = self.score(query, documents, batch_size)
+        order = np.argsort(-scores, kind="stable")[:top_k]
+        return [{"corpus_id": int(index), "score": float(scores[index])} for index in order]
+
     def default_loss(self) -> keras.losses.Loss:
         """Binary cross-entropy of the logits against 0/1 (or soft) labels of each pair."""
         return keras.losses.BinaryCrossentropy(from_logits=True)
