@@ -2,7 +2,10 @@
 
 `RankingData` holds every pair to score, in order, with the query (`rows`) and the place in its list (`columns`)
 of each, and per query its relevant documents by place; a relevant document that is not in the list has a place
-after the list's, where it is never scored (found by no reranking). Made from:
+after the list's, where it is never scored (found by no reranking, but counted in the ideal ranking and the recall).
+Places never scored hold -inf; `UNFOUND_PLACES` more after them, never relevant, come first among those in the
+metrics' order (of equal scores, the larger place first: `bert_tf.tasks.embedding.metrics`), so that a list shorter
+than the metrics' depth is followed by those, not by the relevant documents it missed. Made from:
 - a BEIR retrieval set (`first_stage_candidates`): each query's list is BM25's top `top_k` of the whole corpus
   (`bert_tf.retrieval.bm25.BM25Index`), and BM25's scores are kept to report the first stage's own ranking;
 - a file of groups (`bert_tf.tasks.rerank.data`): each row's positive and negatives, the positive relevant;
@@ -27,6 +30,7 @@ import numpy as np
 from bert_tf.retrieval.bm25 import BM25Index
 from bert_tf.tasks.embedding.retrieval_data import RetrievalSet
 
+UNFOUND_PLACES = 100  # the deepest the metrics look (nDCG@10, Recall@k for k up to this)
 RELEVANT_LABEL = 0.5  # a labelled pair at least this relevant counts as relevant when ranking
 
 
@@ -60,7 +64,7 @@ def first_stage_candidates(retrieval_set: RetrievalSet, top_k: int) -> RankingDa
         place.update({document: k + number for number, document in enumerate(outside)})
         relevant.append({place[document]: grade for document, grade in grades.items()})
         missed.append(len(outside))
-    width = k + max(missed)
+    width = k + max(missed) + UNFOUND_PLACES
     first_stage = np.full((len(indices), width), -np.inf, np.float32)
     first_stage[:, :k] = scores
     return RankingData([query for query in retrieval_set.queries for _ in range(k)],
@@ -77,7 +81,7 @@ def listed_pairs(queries: list[str], documents: list[tuple[str, ...]], labels: l
         columns = np.concatenate([np.arange(len(group)) for group in documents])
         return RankingData([query for query, group in zip(queries, documents) for _ in group],
                            [document for group in documents for document in group], rows, columns,
-                           [{0: 1} for _ in queries], max(len(group) for group in documents))
+                           [{0: 1} for _ in queries], max(len(group) for group in documents) + UNFOUND_PLACES)
     lists: dict[str, int] = {}
     rows = np.array([lists.setdefault(query, len(lists)) for query in queries])
     columns = np.zeros(len(queries), int)
@@ -88,4 +92,5 @@ def listed_pairs(queries: list[str], documents: list[tuple[str, ...]], labels: l
         counts[row] += 1
         if labels is not None and labels[pair] >= RELEVANT_LABEL:
             relevant[row][int(columns[pair])] = 1
-    return RankingData(list(queries), [group[0] for group in documents], rows, columns, relevant, int(counts.max()))
+    return RankingData(list(queries), [group[0] for group in documents], rows, columns, relevant,
+                       int(counts.max()) + UNFOUND_PLACES)

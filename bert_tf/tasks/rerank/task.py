@@ -137,7 +137,10 @@ class RerankTask(FinetuneTask):
                                                    np.array(data.documents, dtype=object))), None
 
     def training_batches(self, data, batch_size, bucketing, seed):
-        """Batches of (ids [batch, pairs, longest], targets [batch, pairs]), shuffled anew every epoch."""
+        """Batches of (ids [batch, pairs, longest], targets [batch, pairs]), shuffled anew every epoch; pairs without
+        targets (a ranking's: `prepare(..., training=False)`) as `prediction_batches` gives them."""
+        if not isinstance(data, GroupData):
+            return self.prediction_batches(data, batch_size)
         dataset, _ = self.dataset(data)
         pack = text_packer(self.tokenizer, self.spec, padding="longest")
 

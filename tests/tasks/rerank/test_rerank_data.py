@@ -63,7 +63,7 @@ def test_bm25_candidates_keep_a_relevant_document_outside_them_for_the_ideal_ran
                                                                                                     "cats and dogs"}
     first = data.documents.index("cats purr")
     assert data.relevant[0] == {first: 1, 2: 1}  # fish swim: not among the candidates, placed after them
-    assert data.width == 3 and np.isneginf(data.first_stage[:, 2]).all()
+    assert data.width == 3 + 100 and np.isneginf(data.first_stage[:, 2:]).all()
     # The reranker puts each query's relevant candidate first: query 0 finds 1 of its 2, query 1 its one.
     scores = [1.0 if document in ("cats purr", "dogs bark") else 0.0 for document in data.documents]
     result = ranking_scores(data, scores)
@@ -75,6 +75,6 @@ def test_bm25_candidates_keep_a_relevant_document_outside_them_for_the_ideal_ran
 def test_pairs_are_listed_per_query_in_their_order():
     data = listed_pairs(["a", "b", "a"], [("x",), ("y",), ("z",)], [1.0, 0.0, 0.2])
     assert data.rows.tolist() == [0, 1, 0] and data.columns.tolist() == [0, 0, 1]
-    assert data.relevant == [{0: 1}, {}] and data.width == 2
+    assert data.relevant == [{0: 1}, {}] and data.width == 2 + 100
     groups = listed_pairs(["a", "b"], [("p", "n"), ("p2", "n2")], None)
     assert groups.documents == ["p", "n", "p2", "n2"] and groups.relevant == [{0: 1}, {0: 1}]
