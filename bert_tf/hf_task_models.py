@@ -28,7 +28,8 @@ import numpy as np
 from bert_tf.checkpoints.contents import assign_weights
 from bert_tf.checkpoints.huggingface import hf_tensors, read_hf_directory_and_head, write_hf_files
 from bert_tf.model import BertModel
-from bert_tf.tasks.registry import finetuned_tasks, task_named, task_of_hf_architecture, task_of_model
+from bert_tf.tasks.registry import (finetuned_tasks, task_named, task_of_folder, task_of_hf_architecture,
+                                    task_of_model)
 from bert_tf.tasks.spec import TaskSpec
 
 TASK_SPEC_KEY = "bert_tf_task"  # a config.json entry transformers keeps as it is
@@ -54,15 +55,25 @@ def write_hf_task_model(model, out_dir: str | Path, vocab_file: str | Path | Non
     return write_hf_files(out_dir, tensors, config, vocab_file, lower_case)
 
 
-def read_hf_task_model(path: str | Path):
+def read_hf_task_model(path: str | Path, task=None):
     """The bert-tf task model of a transformers `BertForSequenceClassification`, `BertForTokenClassification` or
     `BertForQuestionAnswering` directory (`architectures` in its config.json), with its head, label names
     (`id2label`) and classification mode (`problem_type`, else regression for one label, as transformers);
-    None for a directory of another class."""
+    None for a directory of another class. `task`: the fine-tuning task to read it as, where several share its
+    class (a one-label `BertForSequenceClassification` is a classifier, or a reranker); None: the task recorded under
+    `TASK_SPEC_KEY`, else the one whose folder format the directory is in (`task_of_folder`: a sentence-transformers
+    CrossEncoder's), else the first task of its class (`task_of_hf_architecture`)."""
     directory = Path(path)
     settings = json.loads((directory / "config.json").read_text(encoding="utf-8"))
-    model_task = task_of_hf_architecture((settings.get("architectures") or [None])[0])
-    if model_task is None:
+    architecture = (settings.get("architectures") or [None])[0]
+    recorded = settings.get(TASK_SPEC_KEY)
+    if task is None and isinstance(recorded, dict) and recorded.get("task") in finetuned_tasks():
+        task = task_named(recorded["task"])
+    folder_task = task_of_folder(directory) if task is None else None
+    if folder_task is not None and folder_task.hf_architecture == architecture:
+        task = folder_task
+    model_task = task_of_hf_architecture(architecture) if task is None else task
+    if model_task is None or model_task.hf_architecture != architecture:
         return None
     contents, head_tensors = read_hf_directory_and_head(directory, model_task.hf_head_name)
     encoder = BertModel(contents.config)

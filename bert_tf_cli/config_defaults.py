@@ -53,3 +53,28 @@ def dataclass_defaults(source: str, class_name: str) -> dict[str, object]:
             except ValueError:
                 continue  # not a literal (another class's constant, a factory)
     return defaults
+
+
+def built_in_finetune_tasks(registry: str = "bert_tf/tasks/registry.py") -> tuple[str, ...]:
+    """The names of the fine-tuning tasks in the registry's `BUILT_IN_TASKS` (a path under the packages' folder), in
+    order, read from the sources: each class's module (the registry's `from ... import`) and its literal `name`; a
+    task class is a fine-tuning one when it derives from `FinetuneTask` there.
+
+    Example:
+        >>> built_in_finetune_tasks()[:3]
+        ('classify', 'ner', 'squad')
+    """
+    tree = ast.parse((ROOT / registry).read_text(encoding="utf-8"))
+    modules = {alias.asname or alias.name: node.module for node in tree.body if isinstance(node, ast.ImportFrom)
+               for alias in node.names}
+    [listed] = [node.value for node in tree.body if isinstance(node, ast.Assign)
+                and [target.id for target in node.targets if isinstance(target, ast.Name)] == ["BUILT_IN_TASKS"]]
+    names = []
+    for element in listed.elts:
+        source = Path(*modules[element.id].split(".")).with_suffix(".py")
+        [task] = [node for node in ast.parse((ROOT / source).read_text(encoding="utf-8")).body
+                  if isinstance(node, ast.ClassDef) and node.name == element.id]
+        if any(isinstance(base, ast.Name) and base.id == "FinetuneTask" for base in task.bases):
+            names.extend(statement.value.value for statement in task.body if isinstance(statement, ast.Assign)
+                         and [getattr(target, "id", None) for target in statement.targets] == ["name"])
+    return tuple(names)

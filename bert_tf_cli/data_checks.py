@@ -76,7 +76,7 @@ def check_task_file(task: str, path: str, flag: str, text_column=None, text_pair
     with open(path, encoding="utf-8", errors="replace") as file:
         lines = [line.rstrip("\r\n") for line, _ in zip(file, range(FIRST_LINES))]
     kind = file_kind(path, lines)
-    if kind in REFUSES[task]:
+    if kind in REFUSES.get(task, ()):
         fits = TASK_OF_KIND.get(kind)
         advice = f": --task {fits} reads it" if fits else ""
         raise ValueError(f"{flag} {path} looks like {KIND_NAMES[kind]}, not --task {task}'s data{advice}.")

@@ -6,11 +6,11 @@ import re
 import sys
 
 from bert_tf_cli.argument_checks import did_you_mean, existing_file, existing_path, preset_or_path
-from bert_tf_cli.config_defaults import dataclass_defaults
+from bert_tf_cli.config_defaults import built_in_finetune_tasks, dataclass_defaults
 from bert_tf_cli.data_checks import check_task_file
 
-# bert_tf.training.finetune_config.TASKS, which imports TensorFlow (tests/test_cli_startup.py checks they agree).
-TASKS = ("classify", "ner", "squad", "embed")
+# The registry's built-in fine-tuning tasks, read from its source: the registry imports TensorFlow.
+TASKS = built_in_finetune_tasks()
 
 # The optional training settings `finetune` and `distill` share with `pretrain` (`add_training_arguments`): argparse
 # dest → FinetuneConfig field. --xla (jit_compile) is always passed.

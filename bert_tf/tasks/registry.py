@@ -6,6 +6,7 @@
 | ner | `NerTask` | `BertTokenClassifier` |
 | squad | `SquadTask` | `BertSpanLabeler` |
 | embed | `EmbeddingTask` | `BertEmbedder` |
+| rerank | `RerankTask` | `BertReranker` |
 | encoder, pretrainer | `EncoderTask`, `PretrainerTask` | `BertModel`, `BertPretrainer` |
 
 A new task is a folder under `bert_tf/tasks/` with its `Task` (`bert_tf.tasks.base`), its settings
@@ -16,7 +17,7 @@ Example:
     >>> task_named("ner").model_class.__name__
     'BertTokenClassifier'
     >>> sorted(finetuned_tasks())
-    ['classify', 'embed', 'ner', 'squad']
+    ['classify', 'embed', 'ner', 'rerank', 'squad']
 """
 
 from __future__ import annotations
@@ -29,12 +30,13 @@ from bert_tf.tasks.classification.task import ClassificationTask
 from bert_tf.tasks.embedding.task import EmbeddingTask
 from bert_tf.tasks.encoder.task import EncoderTask, PretrainerTask
 from bert_tf.tasks.ner.task import NerTask
+from bert_tf.tasks.rerank.task import RerankTask
 from bert_tf.tasks.settings import SETTINGS_CLASSES
 from bert_tf.tasks.spec import TaskSpec
 from bert_tf.tasks.squad.task import SquadTask
 from bert_tf.tokenizer import BertTokenizer
 
-BUILT_IN_TASKS = (ClassificationTask, NerTask, SquadTask, EmbeddingTask, EncoderTask, PretrainerTask)
+BUILT_IN_TASKS = (ClassificationTask, NerTask, SquadTask, EmbeddingTask, RerankTask, EncoderTask, PretrainerTask)
 TASKS: dict[str, type[Task]] = {}  # every registered task by its name
 # Other tools' model folders (`Task.folder_format`) by their name: what `bert-tf convert --format` also writes.
 FOLDER_FORMATS: dict[str, type[Task]] = {}

@@ -213,8 +213,8 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
     """Fine-tunes `config.init` on `config.train_file` and writes the model to `config.output_dir`."""
     out = _check_output_dir(config)
     existing_file(config.train_file, "Training file", "--train")  # before the encoder loads
-    if config.dev_file:
-        existing_file(config.dev_file, "Dev file", "--dev")
+    if config.dev_file and not Path(config.dev_file).exists():  # a file, or a folder a task reads (a BEIR set)
+        raise FileNotFoundError(f"Dev file not found: {config.dev_file}")
     for path in config.unlabeled_files:
         existing_file(path, "Unlabeled file", "--unlabeled")
     strategy = _strategy(config)

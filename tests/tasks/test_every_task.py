@@ -24,10 +24,13 @@ from serving.export.saved_model import export_saved_model
 VOCAB = Path(__file__).resolve().parents[1] / "fixtures" / "previous_layout" / "vocab.txt"
 # Each task's settings for a small model, and the texts of its inputs (`TaskSpec.text_inputs`); a new task adds its own.
 SETTINGS = {"classify": dict(label_names=("negative", "positive")), "ner": dict(label_names=("B-PER", "I-PER", "O")),
-            "squad": dict(max_query_length=8, doc_stride=8), "embed": dict(pooling="mean")}
+            "squad": dict(max_query_length=8, doc_stride=8), "embed": dict(pooling="mean"),
+            "rerank": dict(rerank_top_k=10)}
 TEXTS = {"text": ["mary lives in paris .", "the plot is dull", "a fine film"],
          "question": ["where does mary live ?", "who lives in paris ?", "where is the city ?"],
-         "context": ["mary lives in new york city , the city .", "mary lives in paris .", "the city is paris ."]}
+         "context": ["mary lives in new york city , the city .", "mary lives in paris .", "the city is paris ."],
+         "query": ["where does mary live ?", "who lives in paris ?", "where does mary live ?"],
+         "document": ["mary lives in paris .", "the plot is dull", "a fine film"]}
 
 
 def text_inputs(spec) -> list[list[str]]:

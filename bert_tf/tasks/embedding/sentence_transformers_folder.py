@@ -41,7 +41,16 @@ ALL_POOLING_FLAGS = (*POOLING_FLAGS.values(), "pooling_mode_mean_sqrt_len_tokens
 
 
 def is_sentence_transformers_folder(path) -> bool:
-    return (Path(path) / MODULES_FILE).is_file()
+    """Whether `path` holds a SentenceTransformer's `modules.json` (sentence-transformers 6 writes one beside a
+    CrossEncoder too, whose `config_sentence_transformers.json` says so: that is a reranker's folder)."""
+    folder = Path(path)
+    marks = folder / "config_sentence_transformers.json"
+    try:
+        cross_encoder = marks.is_file() and json.loads(marks.read_text(encoding="utf-8")).get("model_type") == \
+            "CrossEncoder"
+    except (ValueError, UnicodeDecodeError, AttributeError):
+        cross_encoder = False  # read as a SentenceTransformer's, whose reader says what is wrong
+    return (folder / MODULES_FILE).is_file() and not cross_encoder
 
 
 def _modules(folder: Path) -> list[tuple[str, Path | None]]:
