@@ -45,7 +45,7 @@ def register(commands) -> None:
 
 
 def _layers(values: list[str]) -> tuple[int | str, ...]:
-    from bert_tf.inspection.embeddings import EMBEDDINGS, LAST_FOUR_LAYERS
+    from bert_tf import EMBEDDINGS, LAST_FOUR_LAYERS
 
     if values == ["last4"]:
         return LAST_FOUR_LAYERS
@@ -73,7 +73,7 @@ def _text_file(args, scratch: Path) -> str:
 
 
 def run(args) -> None:
-    from bert_tf.inspection import EmbeddingConfig, TextEmbedder, embed_file
+    from bert_tf import EmbeddingConfig, TextEmbedder, embed_file
     from bert_tf.tasks.registry import task_named
 
     if bool(args.texts) == bool(args.input):

@@ -92,7 +92,8 @@ def test_embed_reads_texts_from_the_command_line_and_stdin(capsys, tmp_path, pre
 
 
 def test_embed_text_pairs(capsys, tmp_path, pretrainer_dir):
-    from bert_tf.inspection import EmbeddingConfig, TextEmbedder, load_inspection_model
+    from bert_tf.inspection import load_inspection_model
+    from bert_tf.tasks.embedding.text_embedder import EmbeddingConfig, TextEmbedder
 
     pairs = [("who sat on the bank ?", "we sat on the river bank ."), ("i opened", "a bank account")]
     source = tmp_path / "pairs.tsv"

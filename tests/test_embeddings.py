@@ -7,12 +7,8 @@ import numpy as np
 import pytest
 
 from bert_tf import BertModel, BertTokenizer
-from bert_tf.inspection import (
-    EmbeddingConfig,
-    TextEmbedder,
-    cosine_similarity,
-    embed_file,
-)
+from bert_tf.tasks.embedding.embedding_files import embed_file
+from bert_tf.tasks.embedding.text_embedder import EmbeddingConfig, TextEmbedder, cosine_similarity
 from bert_tf.layers.pooling import TokenPooling
 from tiny_inspection_models import CONFIG, MAX_LENGTH, TOKENS
 

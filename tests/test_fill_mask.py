@@ -100,7 +100,7 @@ def test_hugging_face_directories_match_transformers(tmp_path, caplog):
     a BertForMaskedLM (no pooler, no next-sentence head) loads for fill-mask too."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    from bert_tf.inspection import EmbeddingConfig, TextEmbedder
+    from bert_tf.tasks.embedding.text_embedder import EmbeddingConfig, TextEmbedder
 
     torch.manual_seed(0)
     hf_config = transformers.BertConfig(

@@ -24,13 +24,12 @@ import keras
 
 from bert_tf.checkpoints import assign_weights, check_vocabulary_fits, read_checkpoint
 from bert_tf.config import check_sequence_length
-from bert_tf.inspection.exported_embedder import ExportedEmbedder, is_exported_embedder
 from bert_tf.inspection.exported_encoder import ExportedEncoder, is_saved_model, load_export
 from bert_tf.layers.initializer import weights_loaded_next
 from bert_tf.model import BertModel
 from bert_tf.model_directory import folder_model_source, is_bert_tf_directory, load_model_directory
 from bert_tf.pretrainer import BertPretrainer
-from bert_tf.tasks.registry import task_named
+from bert_tf.tasks.registry import TASKS, task_named
 from bert_tf.tasks.spec import TaskSpec
 from bert_tf.tokenizer import BertTokenizer
 
@@ -45,7 +44,7 @@ POOLER_PREFIX = "pooler/"
 class InspectionModel:
     """A trained BERT ready to be looked at."""
 
-    encoder: BertModel | ExportedEncoder | ExportedEmbedder
+    encoder: BertModel | ExportedEncoder  # or an exported sentence-embedding model's vectors (`Task.exported_vectors`)
     tokenizer: BertTokenizer
     pretrainer: BertPretrainer | None  # None when the checkpoint has no masked-LM head weights
     max_length: int  # most tokens per input, [CLS] and [SEP] included
@@ -82,10 +81,11 @@ def load_inspection_model(path, vocab_file=None, lower_case: bool | None = None,
         directory = directory / "model"  # the output folder of `bert-tf pretrain`
     if is_saved_model(directory):
         export = load_export(directory)
-        encoder = ExportedEmbedder(export) if is_exported_embedder(export) else ExportedEncoder(export)
+        vectors = task_named(export.task).exported_vectors(export) if export.task in TASKS else None
+        encoder = vectors or ExportedEncoder(export)
         pretrainer, checkpoint_vocab, checkpoint_lower_case = None, encoder.vocab_file, encoder.lower_case
         seq_length = encoder.seq_length
-        if isinstance(encoder, ExportedEmbedder):  # how it pools and normalises, as a model directory's task says
+        if vectors is not None:  # how it pools and normalises, as a model directory's task says
             task = TaskSpec.of(export.task, seq_length=seq_length, pooling=encoder.pooling, normalize=encoder.normalize)
     elif is_bert_tf_directory(directory) or folder_model_source(path) is not None:
         loaded = load_model_directory(directory)

@@ -133,6 +133,12 @@ class Task(abc.ABC):
         return {}
 
     @classmethod
+    def exported_vectors(cls, export):
+        """What gives the vectors of an export of this task's model that keeps them in its `serve_ids` (a
+        `serving`-written SavedModel's `LoadedExport`), or None where the export gives the encoder's outputs."""
+        return None
+
+    @classmethod
     def sentence_projection(cls, model: keras.Model) -> keras.layers.Layer | None:
         """The layer the model maps its pooled sentence vectors through before normalising them (a distilled
         embedding student's, into its teacher's space: `bert-tf embed` applies it too), or None."""

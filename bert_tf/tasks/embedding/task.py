@@ -132,6 +132,13 @@ class EmbeddingTask(FinetuneTask):
         return {"pooling": spec.pooling, "normalize": spec.normalize}
 
     @classmethod
+    def exported_vectors(cls, export):
+        # Here, not at the top: bert_tf.inspection's package imports the task registry, which imports this module.
+        from bert_tf.tasks.embedding.exported_embedder import ExportedEmbedder
+
+        return ExportedEmbedder(export)
+
+    @classmethod
     def sentence_projection(cls, model):
         return model.projection
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.inspection.embeddings import EmbeddingConfig, TextEmbedder
+from bert_tf.tasks.embedding.text_embedder import EmbeddingConfig, TextEmbedder
 
 logger = logging.getLogger(__name__)
 

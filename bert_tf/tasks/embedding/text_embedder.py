@@ -35,7 +35,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.config import check_sequence_length
-from bert_tf.inspection.exported_embedder import ExportedEmbedder
+from bert_tf.tasks.embedding.exported_embedder import ExportedEmbedder
 from bert_tf.inspection.exported_encoder import ExportedEncoder
 from bert_tf.layers.pooling import POOLINGS as TOKEN_POOLINGS
 from bert_tf.layers.pooling import TokenPooling, pooled_width
