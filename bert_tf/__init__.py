@@ -51,8 +51,7 @@ from bert_tf.tasks.embedding.metrics import format_retrieval, retrieval_scores  
 from bert_tf.tasks.embedding.model import BertEmbedder  # noqa: E402
 from bert_tf.tasks.embedding.retrieval_data import read_retrieval_set  # noqa: E402
 from bert_tf.tasks.embedding.similarity import cos_sim, semantic_search  # noqa: E402
-from bert_tf.tasks.embedding.text_embedder import (  # noqa: E402
-    EMBEDDINGS, LAST_FOUR_LAYERS, EmbeddingConfig, TextEmbedder, cosine_similarity)
+from bert_tf.tasks.embedding.text_embedder import TextEmbedder  # noqa: E402
 from bert_tf.tasks.ner.model import BertTokenClassifier  # noqa: E402
 from bert_tf.tasks.ner.word_alignment import IGNORE_LABEL, align_word_labels, first_piece_positions, word_predictions  # noqa: E402
 from bert_tf.tasks.spec import TaskSpec  # noqa: E402
@@ -63,9 +62,7 @@ from bert_tf.vocabulary import Vocabulary, check_casing, learn_vocabulary  # noq
 from bert_tf._version import __version__  # noqa: E402
 
 __all__ = [
-    "EMBEDDINGS",
     "IGNORE_LABEL",
-    "LAST_FOUR_LAYERS",
     "BertClassifier",
     "BertConfig",
     "BertEmbedder",
@@ -75,7 +72,6 @@ __all__ = [
     "BertSpanLabeler",
     "BertTokenClassifier",
     "BertTokenizer",
-    "EmbeddingConfig",
     "OptimizerConfig",
     "TaskSpec",
     "TextEmbedder",
@@ -86,7 +82,6 @@ __all__ = [
     "align_word_labels",
     "check_casing",
     "cos_sim",
-    "cosine_similarity",
     "create_optimizer",
     "first_piece_positions",
     "embed_file",

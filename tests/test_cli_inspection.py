@@ -92,8 +92,7 @@ def test_embed_reads_texts_from_the_command_line_and_stdin(capsys, tmp_path, pre
 
 
 def test_embed_text_pairs(capsys, tmp_path, pretrainer_dir):
-    from bert_tf.inspection import load_inspection_model
-    from bert_tf.tasks.embedding.text_embedder import EmbeddingConfig, TextEmbedder
+    from bert_tf import TextEmbedder, load_embedder
 
     pairs = [("who sat on the bank ?", "we sat on the river bank ."), ("i opened", "a bank account")]
     source = tmp_path / "pairs.tsv"
@@ -104,9 +103,7 @@ def test_embed_text_pairs(capsys, tmp_path, pretrainer_dir):
     assert "Wrote sentence vectors (cls pooling) of 2 text pair(s), size 32" in out
     records = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text().splitlines()]
     assert [record["text"] for record in records] == [f"{first}\t{second}" for first, second in pairs]
-    model = load_inspection_model(pretrainer_dir)
-    expected = TextEmbedder(model.encoder, model.tokenizer, max_length=model.max_length).embed(
-        pairs, EmbeddingConfig(pooling="cls"))
+    expected = TextEmbedder(load_embedder(pretrainer_dir, pooling="cls")).embed(pairs)
     np.testing.assert_allclose([record["vector"] for record in records], expected, atol=1e-5)
 
     code, _, err = run(capsys, "embed", "--model", pretrainer_dir, "--in", source, "--out", tmp_path / "t.jsonl",

@@ -132,17 +132,6 @@ class EmbeddingTask(FinetuneTask):
         return {"pooling": spec.pooling, "normalize": spec.normalize}
 
     @classmethod
-    def exported_vectors(cls, export):
-        # Here, not at the top: bert_tf.inspection's package imports the task registry, which imports this module.
-        from bert_tf.tasks.embedding.exported_embedder import ExportedEmbedder
-
-        return ExportedEmbedder(export)
-
-    @classmethod
-    def sentence_projection(cls, model):
-        return model.projection
-
-    @classmethod
     def spec_for_model(cls, model, spec):
         return spec.replace(pooling=model.pooling, normalize=model.normalize, embedding_size=model.embedding_size)
 
