@@ -36,6 +36,7 @@ class ExportedEmbedder:
                  max_length: int | None = None):
         export = path if isinstance(path, LoadedExport) else load_export(path)
         self.path, self.seq_length = export.path, export.seq_length
+        self._export = export  # keeps the variables its signatures read alive
         self._serve_ids = export.serve_ids
         if OUTPUT in self._serve_ids.structured_outputs:  # an embedding model: its vectors as trained
             self.encoder, self.token_pooling = None, None
@@ -77,10 +78,15 @@ class ExportedEmbedder:
             vectors = self.token_pooling(outputs["sequence_output"], pooled_tokens(inputs, self.skip_special_tokens))
         return tf.math.l2_normalize(vectors, axis=-1) if self.normalize else vectors
 
-    def token_vectors(self, inputs):
-        """An exported encoder's last layer, [batch, seq, hidden] (scaled to length 1 with `normalize`)."""
+    @property
+    def token_vectors(self):
+        """inputs → an exported encoder's last layer, [batch, seq, hidden] (scaled to length 1 with `normalize`); an
+        exported embedding model has none (a one-line error, here rather than where the function is traced)."""
         if self.encoder is None:
             self._refuse(["token vectors"])
+        return self._encoder_token_vectors
+
+    def _encoder_token_vectors(self, inputs):
         vectors = self.encoder(inputs)["sequence_output"]
         return tf.math.l2_normalize(vectors, axis=-1) if self.normalize else vectors
 

@@ -92,9 +92,10 @@ class TextEmbedder:
 
         # (segments per example, with character offsets) → traced preprocessing; offsets for single texts only.
         self._prepare_functions = {key: traced_prepare(*key) for key in ((1, False), (1, True), (2, False))}
-        signature = [{name: tf.TensorSpec([None, None], tf.int32) for name in INPUT_NAMES}]
-        self._sentence_vectors = tf.function(lambda inputs: model(inputs, training=False), input_signature=signature)
-        self._token_vectors = tf.function(model.token_vectors, input_signature=signature)
+        self._signature = [{name: tf.TensorSpec([None, None], tf.int32) for name in INPUT_NAMES}]
+        self._sentence_vectors = tf.function(lambda inputs: model(inputs, training=False),
+                                             input_signature=self._signature)
+        self._token_vectors = None  # made when first asked for: an exported embedding model has none
 
     def dim(self) -> int:
         """The size of each sentence vector."""
@@ -122,6 +123,8 @@ class TextEmbedder:
 
     def iter_token_vectors(self, texts, progress: bool = False, total: int | None = None) -> Iterator[TokenVectors]:
         """`TokenVectors` text by text; `texts` may be a list or a tf.data string dataset."""
+        if self._token_vectors is None:
+            self._token_vectors = tf.function(self.model.token_vectors, input_signature=self._signature)
         for batch in self._batches(texts, with_offsets=True, progress=progress, total=total):
             vectors = self._token_vectors({name: batch[name] for name in INPUT_NAMES}).numpy()
             lengths = batch["input_mask"].numpy().sum(axis=1)
