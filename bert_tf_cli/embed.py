@@ -92,4 +92,5 @@ def run(args) -> None:
                            progress=not args.no_progress, pairs=args.pairs)
     what = "token vectors of" if args.tokens else f"sentence vectors ({model.pooling} pooling) of"
     texts = "text pair(s)" if args.pairs else "text(s)"
-    print(f"Wrote {what} {count} {texts}, size {embedder.dim()}, layers {list(layers)}, to {args.out}")
+    size = model.encoder.config.hidden_size * len(layers) if args.tokens else embedder.dim()
+    print(f"Wrote {what} {count} {texts}, size {size}, layers {list(layers)}, to {args.out}")

@@ -68,6 +68,7 @@ def test_embed_sentence_and_token_vectors(capsys, caplog, tmp_path, pretrainer_d
                          "--tokens", "--no-progress")
     records = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
     assert code == 0 and len(records) == 3 and len(records[2]["tokens"]) == CONFIG.max_position_embeddings
+    assert f"Wrote token vectors of 3 text(s), size {CONFIG.hidden_size}, layers [-1]" in out
     assert [t["token"] for t in records[0]["tokens"]][:3] == ["[CLS]", "i", "opened"]
 
 
