@@ -45,11 +45,13 @@ from bert_tf.precision import with_precision  # noqa: E402
 from bert_tf.preprocessor import BertPreprocessor  # noqa: E402
 from bert_tf.pretrainer import BertPretrainer  # noqa: E402
 from bert_tf.tasks.classification.model import BertClassifier  # noqa: E402
+from bert_tf.tasks.embedding.embedding_files import embed_file  # noqa: E402
 from bert_tf.tasks.embedding.loading import load_embedder  # noqa: E402
 from bert_tf.tasks.embedding.metrics import format_retrieval, retrieval_scores  # noqa: E402
 from bert_tf.tasks.embedding.model import BertEmbedder  # noqa: E402
 from bert_tf.tasks.embedding.retrieval_data import read_retrieval_set  # noqa: E402
 from bert_tf.tasks.embedding.similarity import cos_sim, semantic_search  # noqa: E402
+from bert_tf.tasks.embedding.text_embedder import TextEmbedder  # noqa: E402
 from bert_tf.tasks.ner.model import BertTokenClassifier  # noqa: E402
 from bert_tf.tasks.ner.word_alignment import IGNORE_LABEL, align_word_labels, first_piece_positions, word_predictions  # noqa: E402
 from bert_tf.tasks.spec import TaskSpec  # noqa: E402
@@ -72,6 +74,7 @@ __all__ = [
     "BertTokenizer",
     "OptimizerConfig",
     "TaskSpec",
+    "TextEmbedder",
     "TextPredictor",
     "Vocabulary",
     "WarmupLinearDecay",
@@ -81,6 +84,7 @@ __all__ = [
     "cos_sim",
     "create_optimizer",
     "first_piece_positions",
+    "embed_file",
     "format_retrieval",
     "from_pretrained",
     "inference_function",

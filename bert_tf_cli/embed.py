@@ -5,7 +5,7 @@ import tempfile
 from pathlib import Path
 
 from bert_tf_cli.argument_checks import existing_file
-from bert_tf_cli.model_arguments import add_model_arguments, load_model
+from bert_tf_cli.model_arguments import add_model_arguments
 from bert_tf_cli.predict import check_utf8
 
 
@@ -45,14 +45,13 @@ def register(commands) -> None:
 
 
 def _layers(values: list[str]) -> tuple[int | str, ...]:
-    from bert_tf.inspection.embeddings import EMBEDDINGS, LAST_FOUR_LAYERS
-
+    """--layer's values as `BertEmbedder`'s `encoder_layers`."""
     if values == ["last4"]:
-        return LAST_FOUR_LAYERS
+        return -4, -3, -2, -1
     try:
-        return tuple(value if value == EMBEDDINGS else int(value) for value in values)
+        return tuple(value if value == "embeddings" else int(value) for value in values)
     except ValueError:
-        raise ValueError(f"--layer takes block indices, {EMBEDDINGS!r} or 'last4', got {' '.join(values)!r}.") from None
+        raise ValueError(f"--layer takes block indices, 'embeddings' or 'last4', got {' '.join(values)!r}.") from None
 
 
 def _text_file(args, scratch: Path) -> str:
@@ -73,8 +72,7 @@ def _text_file(args, scratch: Path) -> str:
 
 
 def run(args) -> None:
-    from bert_tf.inspection import EmbeddingConfig, TextEmbedder, embed_file
-    from bert_tf.tasks.registry import task_named
+    from bert_tf import TextEmbedder, embed_file, load_embedder
 
     if bool(args.texts) == bool(args.input):
         raise ValueError("Give texts to embed or --input FILE (- for stdin), not both." if args.texts else
@@ -85,20 +83,14 @@ def run(args) -> None:
                          "each. Give one of them.")
     if args.tokens and args.pooling:
         raise ValueError("--pooling makes one vector per text; --tokens writes one per token. Give one of them.")
-    model = load_model(args)
-    if args.pooling == "pooled" and not model.has_pooler:
-        raise ValueError(f"{args.model} has no pooler weights, so --pooling pooled would be random; use cls or mean.")
-    trained = task_named(model.task.task).sentence_vectors(model.task) if model.task else {}
-    normalize = trained.get("normalize", False) if args.normalize is None else args.normalize
-    config = EmbeddingConfig(pooling=args.pooling or trained.get("pooling", "mean"), layers=_layers(args.layer),
-                             normalize=normalize, skip_special_tokens=args.skip_special, batch_size=args.batch_size)
-    # A distilled student's projection into its teacher's space follows the pooling of the last layer it learnt on.
-    as_trained = not args.tokens and (config.pooling, config.layers) == (trained.get("pooling"), (-1,))
-    embedder = TextEmbedder(model.encoder, model.tokenizer, config, max_length=model.max_length,
-                            projection=model.projection if as_trained else None)
+    layers = _layers(args.layer)
+    model = load_embedder(args.model, pooling=args.pooling, encoder_layers=layers, normalize=args.normalize,
+                          skip_special_tokens=args.skip_special, vocab_file=args.vocab, max_length=args.seq_length)
+    embedder = TextEmbedder(model, batch_size=args.batch_size)
     with tempfile.TemporaryDirectory(prefix="bert-tf-embed-") as scratch:
         count = embed_file(embedder, _text_file(args, Path(scratch)), args.out, tokens=args.tokens,
                            progress=not args.no_progress, pairs=args.pairs)
-    what = "token vectors of" if args.tokens else f"sentence vectors ({config.pooling} pooling) of"
+    what = "token vectors of" if args.tokens else f"sentence vectors ({model.pooling} pooling) of"
     texts = "text pair(s)" if args.pairs else "text(s)"
-    print(f"Wrote {what} {count} {texts}, size {embedder.dim()}, layers {list(config.layers)}, to {args.out}")
+    size = model.encoder.config.hidden_size * len(layers) if args.tokens else embedder.dim()
+    print(f"Wrote {what} {count} {texts}, size {size}, layers {list(layers)}, to {args.out}")

@@ -68,6 +68,7 @@ def test_embed_sentence_and_token_vectors(capsys, caplog, tmp_path, pretrainer_d
                          "--tokens", "--no-progress")
     records = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
     assert code == 0 and len(records) == 3 and len(records[2]["tokens"]) == CONFIG.max_position_embeddings
+    assert f"Wrote token vectors of 3 text(s), size {CONFIG.hidden_size}, layers [-1]" in out
     assert [t["token"] for t in records[0]["tokens"]][:3] == ["[CLS]", "i", "opened"]
 
 
@@ -92,7 +93,7 @@ def test_embed_reads_texts_from_the_command_line_and_stdin(capsys, tmp_path, pre
 
 
 def test_embed_text_pairs(capsys, tmp_path, pretrainer_dir):
-    from bert_tf.inspection import EmbeddingConfig, TextEmbedder, load_inspection_model
+    from bert_tf import TextEmbedder, load_embedder
 
     pairs = [("who sat on the bank ?", "we sat on the river bank ."), ("i opened", "a bank account")]
     source = tmp_path / "pairs.tsv"
@@ -103,9 +104,7 @@ def test_embed_text_pairs(capsys, tmp_path, pretrainer_dir):
     assert "Wrote sentence vectors (cls pooling) of 2 text pair(s), size 32" in out
     records = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text().splitlines()]
     assert [record["text"] for record in records] == [f"{first}\t{second}" for first, second in pairs]
-    model = load_inspection_model(pretrainer_dir)
-    expected = TextEmbedder(model.encoder, model.tokenizer, max_length=model.max_length).embed(
-        pairs, EmbeddingConfig(pooling="cls"))
+    expected = TextEmbedder(load_embedder(pretrainer_dir, pooling="cls")).embed(pairs)
     np.testing.assert_allclose([record["vector"] for record in records], expected, atol=1e-5)
 
     code, _, err = run(capsys, "embed", "--model", pretrainer_dir, "--in", source, "--out", tmp_path / "t.jsonl",

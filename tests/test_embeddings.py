@@ -1,4 +1,5 @@
-"""Sentence and token embeddings: pooling against NumPy, padding invariance, layers, words, files."""
+"""Sentence and token vectors of a `BertEmbedder` read as features (`TextEmbedder`): pooling against NumPy, padding
+invariance, layers, words, files."""
 
 import json
 import logging
@@ -6,14 +7,10 @@ import logging
 import numpy as np
 import pytest
 
-from bert_tf import BertModel, BertTokenizer
-from bert_tf.inspection import (
-    EmbeddingConfig,
-    TextEmbedder,
-    cosine_similarity,
-    embed_file,
-)
+from bert_tf import BertEmbedder, BertModel, BertPreprocessor, BertTokenizer, cos_sim
 from bert_tf.layers.pooling import TokenPooling
+from bert_tf.tasks.embedding.embedding_files import embed_file
+from bert_tf.tasks.embedding.text_embedder import TextEmbedder
 from tiny_inspection_models import CONFIG, MAX_LENGTH, TOKENS
 
 TEXTS = ["the woman went to the store and bought a pair of shoes", "i opened", "", "we sat on the river bank ."]
@@ -29,9 +26,16 @@ def tokenizer():
     return BertTokenizer(list(TOKENS))
 
 
+def text_embedder(encoder, tokenizer, max_length=MAX_LENGTH, batch_size=32, **options) -> TextEmbedder:
+    """The encoder read with `BertEmbedder`'s `options` (default: mean pooling, not normalised)."""
+    model = BertEmbedder(encoder, **{"normalize": False, **options})
+    model.set_preprocessor(BertPreprocessor(tokenizer, max_length, padding="longest"))
+    return TextEmbedder(model, batch_size)
+
+
 @pytest.fixture(scope="module")
 def embedder(encoder, tokenizer):
-    return TextEmbedder(encoder, tokenizer)
+    return text_embedder(encoder, tokenizer)
 
 
 def numpy_pool(hidden, mask, pooling):
@@ -60,9 +64,9 @@ def test_token_pooling_matches_numpy_with_padding(pooling):
                                              ("pooled", (-1,)), ("mean", ("embeddings", -1))])
 def test_sentence_vectors_match_unpadded_reference(encoder, tokenizer, embedder, pooling, layers):
     """Batched with padding="longest" (padding present) = each text alone, pooled in NumPy."""
-    config = EmbeddingConfig(pooling=pooling, layers=layers, batch_size=3)
-    vectors = embedder.embed(TEXTS, config)
-    assert vectors.shape == (len(TEXTS), embedder.dim(config)) and vectors.dtype == np.float32
+    batched = text_embedder(encoder, tokenizer, pooling=pooling, encoder_layers=layers, batch_size=3)
+    vectors = batched.embed(TEXTS)
+    assert vectors.shape == (len(TEXTS), batched.dim()) and vectors.dtype == np.float32
     for text, vector in zip(TEXTS, vectors):
         ids = [tokenizer.vocabulary.cls_id, *tokenizer.tokenize(text).numpy().tolist(), tokenizer.vocabulary.sep_id]
         outputs = encoder({"input_word_ids": np.array([ids])})
@@ -75,22 +79,23 @@ def test_sentence_vectors_match_unpadded_reference(encoder, tokenizer, embedder,
         np.testing.assert_allclose(vector, expected, atol=2e-5)
 
 
-def test_normalize_and_skip_special_tokens(embedder):
+def test_normalize_and_skip_special_tokens(encoder, tokenizer, embedder):
     texts = TEXTS[:2]
     plain = embedder.embed(texts)
-    unit = embedder.embed(texts, EmbeddingConfig(normalize=True))
+    normalized = text_embedder(encoder, tokenizer, normalize=True)
+    unit = normalized.embed(texts)
     np.testing.assert_allclose(np.linalg.norm(unit, axis=1), 1.0, atol=1e-6)
     np.testing.assert_allclose(unit, plain / np.linalg.norm(plain, axis=1, keepdims=True), atol=1e-6)
-    unit_tokens = embedder.embed_tokens(texts, EmbeddingConfig(normalize=True))
+    unit_tokens = normalized.embed_tokens(texts)
     np.testing.assert_allclose(np.linalg.norm(unit_tokens[0].vectors, axis=1), 1.0, atol=1e-6)
 
-    skipping = embedder.embed(texts, EmbeddingConfig(pooling="mean", skip_special_tokens=True))
+    skipping = text_embedder(encoder, tokenizer, skip_special_tokens=True).embed(texts)
     for vector, item in zip(skipping, embedder.embed_tokens(texts)):
         np.testing.assert_allclose(vector, item.vectors[1:-1].mean(axis=0), atol=2e-5)  # without [CLS] and [SEP]
 
 
-def test_token_vectors_name_their_words(embedder):
-    item, = embedder.embed_tokens(["We sat, playing  Players"], EmbeddingConfig(layers=(-2, -1)))
+def test_token_vectors_name_their_words(encoder, tokenizer):
+    item, = text_embedder(encoder, tokenizer, encoder_layers=(-2, -1)).embed_tokens(["We sat, playing  Players"])
     assert item.tokens == ["[CLS]", "we", "sat", ",", "play", "##ing", "play", "##er", "##s", "[SEP]"]
     assert item.words == ["We", "sat", ",", "playing", "Players"]
     assert item.word_ids == [-1, 0, 1, 2, 3, 3, 4, 4, 4, -1]
@@ -108,56 +113,58 @@ def test_token_vectors_name_their_words(embedder):
 def test_bank_has_a_contextual_vector_but_one_word_embedding(encoder, tokenizer, embedder):
     """The README example: same word, different sentences → different vectors; the input embedding is the same."""
     money, river = embedder.embed_tokens(["I opened a bank account", "we sat on the river bank"])
-    contextual = cosine_similarity(money.word_vector("bank"), river.word_vector("bank"))
+    contextual = cos_sim(money.word_vector("bank"), river.word_vector("bank"))[0, 0]
     word_embeddings = encoder.embeddings.word_embeddings.embeddings.numpy()
     static = word_embeddings[tokenizer.token_to_id("bank")]
-    assert contextual < 0.999 and cosine_similarity(static, static) == pytest.approx(1.0)
+    assert contextual < 0.999 and cos_sim(static, static)[0, 0] == pytest.approx(1.0)
 
 
-def test_cosine_similarity_numbers_and_matrices():
-    assert cosine_similarity([1, 0], [0, 3]) == pytest.approx(0.0)
-    assert cosine_similarity([1, 1], [2, 2]) == pytest.approx(1.0)
-    matrix = cosine_similarity(np.eye(3), np.array([[1.0, 0, 0], [1, 1, 0]]))
-    np.testing.assert_allclose(matrix, [[1, 2 ** -0.5], [0, 2 ** -0.5], [0, 0]])
-    with pytest.raises(ValueError, match="different sizes"):
-        cosine_similarity([1, 2], [1, 2, 3])
-
-
-def test_bad_settings_are_named(encoder, tokenizer, embedder):
+def test_bad_settings_are_named(encoder, embedder):
     with pytest.raises(ValueError, match=r"layer\(s\) \[2\] do not exist: the model has 2 layers"):
-        TextEmbedder(encoder, tokenizer, EmbeddingConfig(layers=2))
+        BertEmbedder(encoder, encoder_layers=2)
     with pytest.raises(ValueError, match=r"layer\(s\) \[-4, -3\] do not exist"):
-        embedder.embed(["a"], EmbeddingConfig(layers=(-4, -3, -2, -1)))
+        embedder.model.with_options(encoder_layers=(-4, -3, -2, -1))
     with pytest.raises(ValueError, match="pooling='pooled'"):
-        EmbeddingConfig(pooling="pooled", layers=(-4, -3, -2, -1))
+        BertEmbedder(encoder, pooling="pooled", encoder_layers=(0, 1))
     for bad in ("embedding", (1.0,), (), (True,)):
         with pytest.raises(ValueError, match="layers must be block indices \\(ints\\) or 'embeddings'"):
-            EmbeddingConfig(layers=bad)
+            BertEmbedder(encoder, encoder_layers=bad)
     with pytest.raises(ValueError, match="pooling must be one of"):
-        EmbeddingConfig(pooling="median")
-    with pytest.raises(ValueError, match="max_length"):
-        TextEmbedder(encoder, tokenizer, max_length=MAX_LENGTH + 1)
+        BertEmbedder(encoder, pooling="median")
+    with pytest.raises(ValueError, match="batch_size must be a positive integer"):
+        TextEmbedder(embedder.model, batch_size=0)
+
+
+def test_with_options_keeps_the_projection_only_for_the_vectors_it_maps(encoder, tokenizer):
+    projected = BertEmbedder(encoder, pooling="cls", embedding_size=48)
+    assert projected.with_options() is projected
+    normalized = projected.with_options(normalize=False, skip_special_tokens=True)
+    assert normalized.embedding_size == 48
+    np.testing.assert_array_equal(normalized.projection.get_weights()[0], projected.projection.get_weights()[0])
+    other = projected.with_options(pooling="mean")
+    assert other.projection is None and other.embedding_size == CONFIG.hidden_size and other.normalize
+    assert projected.with_options(encoder_layers=0).projection is None
 
 
 def test_long_texts_are_truncated_with_one_warning(encoder, tokenizer, caplog):
     long_text = " ".join(["the river"] * 20)
-    embedder = TextEmbedder(encoder, tokenizer, EmbeddingConfig(batch_size=2), max_length=8)
+    embedder = text_embedder(encoder, tokenizer, max_length=8, batch_size=2)
     with caplog.at_level(logging.WARNING, logger="bert_tf"):
         vectors = embedder.embed(["i opened", long_text, "we sat", long_text])
     assert vectors.shape == (4, CONFIG.hidden_size)
     assert "2 text(s) longer than 8 tokens were truncated (texts 2, 4" in caplog.text
 
 
-def test_embed_file_npy_jsonl_and_tokens(tmp_path, embedder, caplog):
+def test_embed_file_npy_jsonl_and_tokens(tmp_path, encoder, tokenizer, embedder, caplog):
     """Lines stream through tf.data (TextLineDataset, parallel map): the same vectors as a list."""
     source = tmp_path / "in.txt"
     source.write_text("i opened a bank account\n\nwe sat on the river bank\n", encoding="utf-8")
-    config = EmbeddingConfig(pooling="cls", batch_size=2)
+    cls = text_embedder(encoder, tokenizer, pooling="cls", batch_size=2)
     with caplog.at_level(logging.WARNING, logger="bert_tf"):
-        assert embed_file(embedder, source, tmp_path / "out.npy", progress=False, config=config) == 3
+        assert embed_file(cls, source, tmp_path / "out.npy", progress=False) == 3
     assert "1 blank line(s) (2)" in caplog.text
     texts = ["i opened a bank account", "", "we sat on the river bank"]
-    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), embedder.embed(texts, config), atol=1e-6)
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), cls.embed(texts), atol=1e-6)
 
     embed_file(embedder, source, tmp_path / "out.jsonl", progress=False)
     records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
@@ -191,8 +198,8 @@ PAIRS = [("who sat on the bank ?", "we sat on the river bank ."), ("i opened", "
 @pytest.mark.parametrize("pooling", ["cls", "mean"])
 def test_text_pairs_are_encoded_together_as_bert_reads_them(encoder, tokenizer, embedder, pooling):
     """[CLS] first [SEP] second [SEP] with segment ids 0 then 1, batched with padding = each pair alone."""
-    config = EmbeddingConfig(pooling=pooling, batch_size=2)
-    vectors = embedder.embed(PAIRS, config)
+    paired = text_embedder(encoder, tokenizer, pooling=pooling, batch_size=2)
+    vectors = paired.embed(PAIRS)
     assert vectors.shape == (len(PAIRS), CONFIG.hidden_size)
     vocabulary = tokenizer.vocabulary
     for (first, second), vector in zip(PAIRS, vectors):
@@ -202,7 +209,7 @@ def test_text_pairs_are_encoded_together_as_bert_reads_them(encoder, tokenizer, 
         hidden = encoder({"input_word_ids": np.array([ids]), "input_type_ids": np.array([types])})["sequence_output"]
         np.testing.assert_allclose(vector, numpy_pool(hidden[0].numpy(), np.ones(len(ids)), pooling), atol=2e-5)
     # A pair is not the same as its texts joined: the segment ids and the [SEP] between them count.
-    joined = embedder.embed([f"{first} {second}" for first, second in PAIRS], config)
+    joined = paired.embed([f"{first} {second}" for first, second in PAIRS])
     assert np.abs(joined - vectors).max() > 1e-3
 
 
@@ -210,7 +217,7 @@ def test_text_pairs_from_a_dataset_and_their_errors(embedder, caplog, encoder, t
     import tensorflow as tf
 
     dataset = tf.data.Dataset.from_tensor_slices(([first for first, _ in PAIRS], [second for _, second in PAIRS]))
-    batches = list(embedder.iter_sentence_vectors(dataset, EmbeddingConfig(batch_size=2)))
+    batches = list(text_embedder(encoder, tokenizer, batch_size=2).iter_sentence_vectors(dataset))
     assert [text for texts, _ in batches for text in texts] == [f"{first}\t{second}" for first, second in PAIRS]
     np.testing.assert_allclose(np.concatenate([v for _, v in batches]), embedder.embed(PAIRS), atol=1e-6)
 
@@ -221,7 +228,7 @@ def test_text_pairs_from_a_dataset_and_their_errors(embedder, caplog, encoder, t
     with pytest.raises(ValueError, match="Token vectors are per text"):
         embedder.embed_tokens(PAIRS)
 
-    short = TextEmbedder(encoder, tokenizer, max_length=8)
+    short = text_embedder(encoder, tokenizer, max_length=8)
     with caplog.at_level(logging.WARNING, logger="bert_tf"):
         short.embed([("i opened", "a bank account"), ("i opened", "a bank account a")])  # 8 tokens fit; 9 do not
     assert "1 text(s) longer than 8 tokens were truncated (texts 2," in caplog.text

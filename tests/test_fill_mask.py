@@ -100,7 +100,7 @@ def test_hugging_face_directories_match_transformers(tmp_path, caplog):
     a BertForMaskedLM (no pooler, no next-sentence head) loads for fill-mask too."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    from bert_tf.inspection import EmbeddingConfig, TextEmbedder
+    from bert_tf import TextEmbedder, load_embedder
 
     torch.manual_seed(0)
     hf_config = transformers.BertConfig(
@@ -131,7 +131,7 @@ def test_hugging_face_directories_match_transformers(tmp_path, caplog):
     model = load_inspection_model(tmp_path / "pretraining")
     hf_encoder = transformers.BertModel.from_pretrained(tmp_path / "pretraining").eval()
     texts = ["we sat on the river bank", "i opened"]
-    vectors = TextEmbedder(model.encoder, model.tokenizer).embed(texts, EmbeddingConfig(pooling="pooled"))
+    vectors = TextEmbedder(load_embedder(tmp_path / "pretraining", pooling="pooled")).embed(texts)
     for text, vector in zip(texts, vectors):
         ids = [token_id("[CLS]"), *model.tokenizer.tokenize(text).numpy().tolist(), token_id("[SEP]")]
         with torch.no_grad():

@@ -1,16 +1,16 @@
-"""`ExportedEncoder`: an exported encoder SavedModel, called like a `BertModel` for embeddings.
+"""`ExportedEncoder`: an exported encoder SavedModel, called like a `BertModel` (its last layer and pooler).
 
 `serving.export.saved_model.export_saved_model` writes, for an encoder or a pretrainer, a `serve_ids`
 signature (int32 ids [batch, seq_length] → `sequence_output`, `pooled_output`) and a
 `model_info` signature (seq_length, casing, the vocabulary asset). That is all of the model a
 SavedModel keeps: the last layer and the pooler, no other layer, no attention, no masked-LM head.
-So it serves `TextEmbedder` with layer -1 only; attention and fill-mask need the model directory.
+So sentence vectors from it (`bert_tf.tasks.embedding.exported_embedder`) read the last layer only; attention and
+fill-mask need the model directory.
 
 Example:
     >>> encoder = ExportedEncoder("/models/encoder/1")                                      # doctest: +SKIP
-    >>> tokenizer = BertTokenizer(encoder.vocab_file, encoder.lower_case)                    # doctest: +SKIP
-    >>> TextEmbedder(encoder, tokenizer).embed(["hi"], EmbeddingConfig(pooling="pooled")).shape  # doctest: +SKIP
-    (1, 256)
+    >>> encoder({"input_word_ids": tf.constant([[2, 7, 3]])})["pooled_output"].shape         # doctest: +SKIP
+    TensorShape([1, 256])
 """
 
 from __future__ import annotations
@@ -72,11 +72,10 @@ def load_export(path) -> LoadedExport:
 
 @dataclasses.dataclass(frozen=True)
 class ExportedEncoderConfig:
-    """What `TextEmbedder` reads of a config; the SavedModel exposes one layer, the last."""
+    """What the loaders read of a config; the SavedModel exposes one layer, the last."""
 
     hidden_size: int
     max_position_embeddings: int  # the export's seq_length
-    num_hidden_layers: int = 1
 
 
 class ExportedEncoder:
@@ -94,12 +93,6 @@ class ExportedEncoder:
         self.seq_length, self.vocab_file, self.lower_case = export.seq_length, export.vocab_file, export.lower_case
         hidden_size = int(self._serve_ids.structured_outputs["pooled_output"].shape[-1])
         self.config = ExportedEncoderConfig(hidden_size=hidden_size, max_position_embeddings=self.seq_length)
-
-    def check_config(self, config, per_token: bool) -> None:
-        """ValueError for an `EmbeddingConfig` that needs more of the model than the export keeps."""
-        if config.layers != (-1,):
-            raise ValueError(f"An exported SavedModel has only its last layer; layers {config.layers} need the "
-                             "model directory or checkpoint.")
 
     def __call__(self, inputs, training=False):
         """`inputs` as for `BertModel` (any width up to seq_length) → `sequence_output`, `pooled_output`,

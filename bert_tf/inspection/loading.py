@@ -5,8 +5,7 @@ model), the output folder of `bert-tf pretrain` (its `model/` is used), a Google
 directory or prefix, a Hugging Face BERT directory, a KerasHub preset directory, a preset name
 with local weights (see `bert_tf.read_checkpoint`), a sentence-transformers folder or an installed model's name
 (`bert_tf.checkpoints.installed`), or an encoder SavedModel exported by
-`serving.export.saved_model` (embeddings from its last layer only: see `ExportedEncoder`), or an exported
-sentence-embedding model (the vectors it was trained to give: `ExportedEmbedder`).
+`serving.export.saved_model` (its last layer only: see `ExportedEncoder`).
 
 Example:
     >>> model = load_inspection_model("uncased_L-4_H-256_A-4/")   # doctest: +SKIP
@@ -24,13 +23,11 @@ import keras
 
 from bert_tf.checkpoints import assign_weights, check_vocabulary_fits, read_checkpoint
 from bert_tf.config import check_sequence_length
-from bert_tf.inspection.exported_embedder import ExportedEmbedder, is_exported_embedder
 from bert_tf.inspection.exported_encoder import ExportedEncoder, is_saved_model, load_export
 from bert_tf.layers.initializer import weights_loaded_next
 from bert_tf.model import BertModel
 from bert_tf.model_directory import folder_model_source, is_bert_tf_directory, load_model_directory
 from bert_tf.pretrainer import BertPretrainer
-from bert_tf.tasks.registry import task_named
 from bert_tf.tasks.spec import TaskSpec
 from bert_tf.tokenizer import BertTokenizer
 
@@ -45,15 +42,14 @@ POOLER_PREFIX = "pooler/"
 class InspectionModel:
     """A trained BERT ready to be looked at."""
 
-    encoder: BertModel | ExportedEncoder | ExportedEmbedder
+    encoder: BertModel | ExportedEncoder
     tokenizer: BertTokenizer
     pretrainer: BertPretrainer | None  # None when the checkpoint has no masked-LM head weights
     max_length: int  # most tokens per input, [CLS] and [SEP] included
     source: str
     has_pooler: bool = True  # False for checkpoints without pooler weights (Hugging Face BertForMaskedLM)
     task: TaskSpec | None = None  # a bert-tf model directory's task (`load_model_directory`); None for other formats
-    # The layer a sentence-embedding model maps its pooled vectors through (`Task.sentence_projection`), or None.
-    projection: keras.layers.Layer | None = None
+    model: keras.Model | None = None  # a bert-tf model directory's whole model; None for other formats
 
     def require_pretrainer(self) -> BertPretrainer:
         """The pretrainer, or a clear error when the checkpoint has no masked-LM head."""
@@ -77,24 +73,21 @@ def load_inspection_model(path, vocab_file=None, lower_case: bool | None = None,
     model (bert-tf directories, SavedModels), else `max_position_embeddings`.
     """
     directory = Path(path)
-    has_pooler, task, projection = True, None, None
+    has_pooler, task, whole = True, None, None
     if is_bert_tf_directory(directory / "model"):
         directory = directory / "model"  # the output folder of `bert-tf pretrain`
     if is_saved_model(directory):
         export = load_export(directory)
-        encoder = ExportedEmbedder(export) if is_exported_embedder(export) else ExportedEncoder(export)
+        encoder = ExportedEncoder(export)
         pretrainer, checkpoint_vocab, checkpoint_lower_case = None, encoder.vocab_file, encoder.lower_case
         seq_length = encoder.seq_length
-        if isinstance(encoder, ExportedEmbedder):  # how it pools and normalises, as a model directory's task says
-            task = TaskSpec.of(export.task, seq_length=seq_length, pooling=encoder.pooling, normalize=encoder.normalize)
     elif is_bert_tf_directory(directory) or folder_model_source(path) is not None:
         loaded = load_model_directory(directory)
-        model = loaded.model
-        pretrainer = model if isinstance(model, BertPretrainer) else None
-        encoder = model if isinstance(model, BertModel) else model.encoder
+        whole = loaded.model
+        pretrainer = whole if isinstance(whole, BertPretrainer) else None
+        encoder = whole if isinstance(whole, BertModel) else whole.encoder
         checkpoint_vocab, checkpoint_lower_case = loaded.vocab_file, loaded.lower_case
         seq_length, task = loaded.task.seq_length, loaded.task
-        projection = task_named(task.task).sentence_projection(model)
     else:
         encoder, pretrainer, checkpoint_vocab, checkpoint_lower_case, has_pooler = _read_any_checkpoint(path)
         seq_length = None
@@ -108,7 +101,7 @@ def load_inspection_model(path, vocab_file=None, lower_case: bool | None = None,
     if max_length is not None:
         check_sequence_length(max_length, limit, "max_length")
     max_length = max_length or min(int(seq_length or limit), limit)
-    return InspectionModel(encoder, tokenizer, pretrainer, max_length, str(path), has_pooler, task, projection)
+    return InspectionModel(encoder, tokenizer, pretrainer, max_length, str(path), has_pooler, task, whole)
 
 
 def _read_any_checkpoint(path):

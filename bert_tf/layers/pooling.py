@@ -1,7 +1,7 @@
 """`TokenPooling`: token vectors → one vector per text, counting only the real tokens (the padding mask).
 
-The one pooling of the package: `BertEmbedder` (`bert-tf finetune --task embed`, `bert-tf embed`) and the
-inspection tools (`bert_tf.inspection.TextEmbedder`) use it. `POOLINGS` (bert-as-service's names in brackets):
+The one pooling of the package: `BertEmbedder` (`bert-tf finetune --task embed`, `bert-tf embed`,
+`bert_tf.load_embedder`) and `ExportedEmbedder` (an exported encoder's vectors) use it. `POOLINGS` (bert-as-service's names in brackets):
 "mean" the average over real tokens [REDUCE_MEAN] (Sentence-BERT's default), "cls" the first token's vector
 [CLS_TOKEN], "max" the element-wise maximum over real tokens [REDUCE_MAX], "mean_max" both concatenated
 [REDUCE_MEAN_MAX]. A row without any real token pools to zeros. The result is float32 whatever the vectors' type.

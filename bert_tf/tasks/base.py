@@ -128,15 +128,9 @@ class Task(abc.ABC):
 
     @classmethod
     def sentence_vectors(cls, spec: TaskSpec) -> dict:
-        """How the model makes sentence vectors, where it was trained to (`pooling`, `normalize`): the defaults of
-        `bert-tf embed` on it; {} for models that leave it to the caller."""
+        """How the model makes sentence vectors, where it was trained to (`pooling`, `normalize`); {} for models that
+        leave it to the caller."""
         return {}
-
-    @classmethod
-    def sentence_projection(cls, model: keras.Model) -> keras.layers.Layer | None:
-        """The layer the model maps its pooled sentence vectors through before normalising them (a distilled
-        embedding student's, into its teacher's space: `bert-tf embed` applies it too), or None."""
-        return None
 
     @classmethod
     def spec_for_model(cls, model: keras.Model, spec: TaskSpec) -> TaskSpec:

@@ -8,6 +8,13 @@ vectors (`input_mask`; Sentence-BERT's default), the "cls" token's vector, their
 Dense module: a distilled student's map into its wider teacher's space); `normalize` gives vectors of length 1,
 so that cosine similarity is their inner product.
 
+Read as features (`bert-tf embed`, `bert_tf.load_embedder(path, ...)`: any encoder wrapped in a `BertEmbedder`), it
+also pools "pooled", the encoder's pooler output (a tanh dense layer on [CLS]); `encoder_layers` other than the last
+(0 the first block, -1 the last, `EMBEDDINGS` the embeddings' output that the first block reads; several are
+concatenated, `LAST_FOUR_LAYERS` being the paper's best feature-based setting, Devlin et al., 2019, table 7);
+`skip_special_tokens` leaves [CLS] and each text's closing [SEP] out of the pooling; `token_vectors` gives each
+token's vector before pooling; `with_options` is the same model read another way.
+
 As sentence-transformers' `SentenceTransformer`: `bert_tf.load_embedder(model_dir)` loads one (a model directory
 or a sentence-transformers folder: `bert_tf.tasks.embedding.loading`), `encode(texts)` gives NumPy vectors, `similarity(a, b)` their cosines
 and `semantic_search(queries, corpus_vectors, top_k)` the nearest corpus rows per query. A pair of texts is refused,
@@ -33,16 +40,63 @@ import tensorflow as tf
 from bert_tf.model import BertModel
 from bert_tf.tasks.embedding.cached_step import cached_train_step
 from bert_tf.tasks.embedding.losses import InBatchNegativesLoss
+from bert_tf.layers.pooling import POOLINGS as TOKEN_POOLINGS
 from bert_tf.layers.pooling import TokenPooling, pooled_width
 from bert_tf.tasks.embedding.similarity import cos_sim, semantic_search
 from bert_tf.tasks.task_model import BertTaskModel
 from bert_tf.tasks.text_inputs import text_segments
 
 
+POOLINGS = (*TOKEN_POOLINGS, "pooled")  # "pooled": the encoder's pooler output (a tanh dense layer on [CLS])
+EMBEDDINGS = "embeddings"  # as a layer: the embeddings' output, which the first block reads
+LAST_FOUR_LAYERS = (-4, -3, -2, -1)
+
+
+def layer_indices(layers, num_layers: int) -> tuple[int | str, ...]:
+    """`layers` (a block index, negative from the end, or `EMBEDDINGS`, or a non-empty tuple of them) as block indices
+    in [0, num_layers) and `EMBEDDINGS`; a one-line error for others.
+
+    Example:
+        >>> layer_indices((EMBEDDINGS, -1), 4)
+        ('embeddings', 3)
+    """
+    given = (layers,) if isinstance(layers, (int, str)) else tuple(layers)
+    if not given or not all(layer == EMBEDDINGS or (isinstance(layer, int) and not isinstance(layer, bool))
+                            for layer in given):
+        raise ValueError(f"layers must be block indices (ints) or {EMBEDDINGS!r}, one or a non-empty tuple; "
+                         f"got {layers!r}.")
+    bad = [layer for layer in given if layer != EMBEDDINGS and not -num_layers <= layer < num_layers]
+    if bad:
+        raise ValueError(f"layer(s) {bad} do not exist: the model has {num_layers} layers "
+                         f"(use 0..{num_layers - 1}, -{num_layers}..-1 from the end, or {EMBEDDINGS!r}).")
+    return tuple(layer if layer == EMBEDDINGS else layer % num_layers for layer in given)
+
+
+def pooled_tokens(inputs, skip_special_tokens: bool = False):
+    """The tokens a pooling reads, 1/0 [batch, seq]: the real ones (`input_mask`), and with `skip_special_tokens`
+    neither [CLS] (the first) nor the [SEP] that closes each text (the last real token of each segment).
+
+    Example:
+        >>> ids = {"input_word_ids": tf.constant([[2, 7, 3, 8, 3, 0]]), "input_mask": tf.constant([[1, 1, 1, 1, 1, 0]]),
+        ...        "input_type_ids": tf.constant([[0, 0, 0, 1, 1, 0]])}  # [CLS] a [SEP] b [SEP] [PAD]
+        >>> pooled_tokens(ids, skip_special_tokens=True).numpy().tolist()
+        [[0, 1, 0, 1, 0, 0]]
+    """
+    mask = tf.cast(inputs.get("input_mask", tf.ones_like(inputs["input_word_ids"])), tf.int32)
+    if not skip_special_tokens:
+        return mask
+    types = tf.cast(inputs.get("input_type_ids", tf.zeros_like(mask)), tf.int32)
+    following_mask = tf.pad(mask[:, 1:], [[0, 0], [0, 1]])
+    following_types = tf.pad(types[:, 1:], [[0, 0], [0, 1]], constant_values=-1)
+    closing = (following_mask == 0) | (following_types != types)
+    first = tf.equal(tf.range(tf.shape(mask)[1]), 0)
+    return mask * tf.cast(tf.logical_not(closing | first), tf.int32)
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertEmbedder(BertTaskModel):
-    """The encoder's `sequence_output`, pooled (`pooling`), projected to `embedding_size` values where that is not the
-    encoder's width (None: it is), and, with `normalize`, scaled to length 1."""
+    """The encoder's `sequence_output` (or the `encoder_layers` named, concatenated), pooled (`pooling`), projected to
+    `embedding_size` values where that is not the pooled width (None: it is), and, with `normalize`, scaled to length 1."""
 
     encoder_output = "sequence_output"
     text_padding = "longest"  # padding is masked out of every pooling: a batch of texts is padded to its longest
@@ -50,10 +104,23 @@ class BertEmbedder(BertTaskModel):
                      "its own and compare the vectors (model.similarity(a, b)).")
 
     def __init__(self, encoder: BertModel, pooling: str = "mean", normalize: bool = True,
-                 embedding_size: int | None = None, **kwargs):
+                 embedding_size: int | None = None, encoder_layers=-1, skip_special_tokens: bool = False, **kwargs):
         super().__init__(encoder, **kwargs)
-        self.token_pooling = TokenPooling(pooling, name="token_pooling")
-        width = pooled_width(pooling, encoder.config.hidden_size)
+        if pooling not in POOLINGS:
+            raise ValueError(f"BertEmbedder: pooling must be one of {list(POOLINGS)}, got {pooling!r}.")
+        layers = layer_indices(encoder_layers, encoder.config.num_hidden_layers)
+        last = (encoder.config.num_hidden_layers - 1,)
+        if pooling == "pooled" and layers != last:
+            raise ValueError(f"BertEmbedder: pooling='pooled' is the encoder's pooler output on the last layer; it "
+                             f"cannot take encoder_layers {list(layers)}. Use 'cls' for the [CLS] vector of another "
+                             "layer.")
+        self.encoder_layers, self.skip_special_tokens = layers, bool(skip_special_tokens)
+        # What the head reads: the pooler's output, the last layer (on the real tokens only), or every output.
+        self.encoder_output = ("pooled_output" if pooling == "pooled" else "sequence_output" if layers == last
+                               else "__call__")
+        self.token_pooling = None if pooling == "pooled" else TokenPooling(pooling, name="token_pooling")
+        hidden_size = encoder.config.hidden_size
+        width = hidden_size if pooling == "pooled" else pooled_width(pooling, hidden_size * len(layers))
         if embedding_size is not None and (isinstance(embedding_size, bool) or not isinstance(embedding_size, int)
                                            or embedding_size < 1):
             raise ValueError(f"BertEmbedder: embedding_size must be a positive integer or None, got {embedding_size!r}.")
@@ -83,10 +150,46 @@ class BertEmbedder(BertTaskModel):
         return cached_train_step(self, data, self.mini_batch_size)
 
     def head(self, features, inputs, training=None):
-        vectors = self.token_pooling(features, inputs.get("input_mask", tf.ones_like(inputs["input_word_ids"])))
+        if self.token_pooling is None:  # the pooler's output
+            vectors = tf.cast(features, tf.float32)
+        else:
+            vectors = self.token_pooling(self.layer_vectors(features), pooled_tokens(inputs, self.skip_special_tokens))
         if self.projection is not None:
             vectors = self.projection(vectors)
         return tf.math.l2_normalize(vectors, axis=-1) if self.normalize else vectors
+
+    def layer_vectors(self, features):
+        """The token vectors pooled: `features` (`sequence_output`) itself, or from the encoder's outputs (a dict) the
+        `encoder_layers`, concatenated."""
+        if not isinstance(features, dict):
+            return features
+        return tf.concat([features["embedding_output"] if layer == EMBEDDINGS else features["encoder_outputs"][layer]
+                          for layer in self.encoder_layers], axis=-1)
+
+    def token_vectors(self, inputs):
+        """Each token's vector before pooling, float32 [batch, seq, width of the `encoder_layers` together], scaled to
+        length 1 where the model normalises (no projection: it maps pooled vectors)."""
+        vectors = tf.cast(self.layer_vectors(self.encoder(inputs, training=False)), tf.float32)
+        return tf.math.l2_normalize(vectors, axis=-1) if self.normalize else vectors
+
+    def with_options(self, pooling: str | None = None, encoder_layers=None, normalize: bool | None = None,
+                     skip_special_tokens: bool | None = None) -> "BertEmbedder":
+        """This model with its encoder read another way (None: as this model reads it), and its preprocessor; itself
+        when nothing differs. Its projection comes along where the pooling and layers are this model's (it maps those
+        vectors: a distilled student's into its teacher's space), and is left out where they are not."""
+        pooling = pooling or self.pooling
+        layers = self.encoder_layers if encoder_layers is None else layer_indices(
+            encoder_layers, self.encoder.config.num_hidden_layers)
+        normalize = self.normalize if normalize is None else bool(normalize)
+        skip = self.skip_special_tokens if skip_special_tokens is None else bool(skip_special_tokens)
+        same_vectors = (pooling, layers) == (self.pooling, self.encoder_layers)
+        if same_vectors and (normalize, skip) == (self.normalize, self.skip_special_tokens):
+            return self
+        model = BertEmbedder(self.encoder, pooling, normalize, self.embedding_size if same_vectors else None,
+                             encoder_layers=layers, skip_special_tokens=skip, preprocessor=self._preprocessor)
+        if model.projection is not None:
+            model.projection.set_weights(self.projection.get_weights())
+        return model
 
     def encode(self, texts, batch_size: int = 32, normalize: bool = False, progress: bool = False) -> np.ndarray:
         """The vectors of `texts` as sentence-transformers' `encode` gives them: float32 NumPy [len(texts),
@@ -125,4 +228,5 @@ class BertEmbedder(BertTaskModel):
 
     def get_config(self):
         return {**super().get_config(), "pooling": self.pooling, "normalize": self.normalize,
-                "embedding_size": self.embedding_size}
+                "embedding_size": self.embedding_size, "encoder_layers": list(self.encoder_layers),
+                "skip_special_tokens": self.skip_special_tokens}

@@ -132,10 +132,6 @@ class EmbeddingTask(FinetuneTask):
         return {"pooling": spec.pooling, "normalize": spec.normalize}
 
     @classmethod
-    def sentence_projection(cls, model):
-        return model.projection
-
-    @classmethod
     def spec_for_model(cls, model, spec):
         return spec.replace(pooling=model.pooling, normalize=model.normalize, embedding_size=model.embedding_size)
 

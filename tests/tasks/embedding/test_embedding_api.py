@@ -76,8 +76,14 @@ def test_a_pair_of_texts_is_refused_not_joined(embedder, call):
     assert str(error.value) == bert_tf.BertEmbedder.pairs_refused
 
 
-def test_a_model_of_another_task_is_not_an_embedder(embedder_dir, tmp_path):
+def test_the_encoder_of_another_task_is_read_as_an_embedder(embedder_dir, tmp_path):
+    """A classifier's encoder, wrapped in a BertEmbedder: mean pooling of its last layer, not normalised (or as asked)."""
     classifier = bert_tf.BertClassifier(bert_tf.load_model_directory(embedder_dir).encoder, num_classes=2)
     bert_tf.save_pretrained(classifier, tmp_path / "classifier", vocab_file=embedder_dir / "vocab.txt", seq_length=16)
-    with pytest.raises(ValueError, match=r"holds a BertClassifier \(task 'classify'\), not a sentence embedding model"):
-        bert_tf.load_embedder(tmp_path / "classifier")
+    model = bert_tf.load_embedder(tmp_path / "classifier")
+    assert (type(model), model.pooling, model.normalize, model.projection) == (bert_tf.BertEmbedder, "mean", False, None)
+    by_hand = bert_tf.BertEmbedder(classifier.encoder, normalize=False)
+    by_hand.set_preprocessor(model.text_preprocessor())
+    np.testing.assert_allclose(model.encode(TEXTS), by_hand.encode(TEXTS), atol=1e-6)
+    cls = bert_tf.load_embedder(tmp_path / "classifier", pooling="cls", normalize=True)
+    np.testing.assert_allclose(np.linalg.norm(cls.encode(TEXTS), axis=-1), 1.0, atol=1e-6)

@@ -7,8 +7,8 @@ input (empty lines included, embedded as empty texts, with a warning). With `pai
 is a text pair, `first<TAB>second` (e.g. a question and a passage), embedded together.
 
 Example:
-    >>> embedder = TextEmbedder(model.encoder, model.tokenizer, EmbeddingConfig(pooling="cls"))  # doctest: +SKIP
-    >>> embed_file(embedder, "sentences.txt", "vectors.npy")                                      # doctest: +SKIP
+    >>> embedder = TextEmbedder(load_embedder("models/sts"))              # doctest: +SKIP
+    >>> embed_file(embedder, "sentences.txt", "vectors.npy")              # doctest: +SKIP
     1000
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.inspection.embeddings import EmbeddingConfig, TextEmbedder
+from bert_tf.tasks.embedding.text_embedder import TextEmbedder
 
 logger = logging.getLogger(__name__)
 
@@ -30,8 +30,8 @@ OUTPUT_SUFFIXES = (".npy", ".jsonl")
 
 
 def embed_file(embedder: TextEmbedder, in_path, out_path, tokens: bool = False, progress: bool = True,
-               config: EmbeddingConfig | None = None, pairs: bool = False) -> int:
-    """Embeds every line of `in_path` into `out_path` (with `config`, default the embedder's); returns the line count.
+               pairs: bool = False) -> int:
+    """Embeds every line of `in_path` into `out_path`; returns the line count.
 
     `out_path` ending in .npy: float32 [lines, dim]. Ending in .jsonl: one JSON object per line,
     `{"text", "vector"}`, or with `tokens=True` `{"text", "tokens": [{"token", "word", "word_index",
@@ -53,19 +53,19 @@ def embed_file(embedder: TextEmbedder, in_path, out_path, tokens: bool = False, 
     out_path.parent.mkdir(parents=True, exist_ok=True)
     try:
         if suffix == ".npy":
-            shape = (num_lines, embedder.dim(config))
+            shape = (num_lines, embedder.dim())
             array = np.lib.format.open_memmap(staging, mode="w+", dtype=np.float32, shape=shape)
             row = 0
-            for _, vectors in embedder.iter_sentence_vectors(texts, config, progress, num_lines):
+            for _, vectors in embedder.iter_sentence_vectors(texts, progress, num_lines):
                 array[row:row + len(vectors)] = vectors
                 row += len(vectors)
             array.flush()
             del array
         else:
             if tokens:
-                records = (item.to_json() for item in embedder.iter_token_vectors(texts, config, progress, num_lines))
+                records = (item.to_json() for item in embedder.iter_token_vectors(texts, progress, num_lines))
             else:
-                batches = embedder.iter_sentence_vectors(texts, config, progress, num_lines)
+                batches = embedder.iter_sentence_vectors(texts, progress, num_lines)
                 records = ({"text": text, "vector": np.round(vector.astype(np.float64), 6).tolist()}
                            for batch_texts, vectors in batches for text, vector in zip(batch_texts, vectors))
             with staging.open("w", encoding="utf-8") as file:
