@@ -82,7 +82,8 @@ def _built_in_task_classes(registry: str) -> list[tuple[ast.ClassDef, str]]:
     classes = []
     for element in listed.elts:
         module = modules[element.id]
-        [task] = [node for node in _module_tree(module).body if isinstance(node, ast.ClassDef) and node.name == element.id]
+        [task] = [node for node in _module_tree(module).body
+                  if isinstance(node, ast.ClassDef) and node.name == element.id]
         classes.append((task, module))
     return classes
 

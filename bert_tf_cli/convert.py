@@ -19,8 +19,9 @@ def register(commands) -> None:
     parser.add_argument("--from", dest="source", required=True, type=model_path, help="checkpoint directory or prefix")
     parser.add_argument("--out", "--to", dest="out", required=True, help="output directory")
     parser.add_argument("--format", choices=["keras", "hf", *FOLDER_FORMAT_NAMES], default="keras",
-                        help="output format (default: keras); the others: a fine-tuned model as another tool's folder of "
-                             "its task (sentence-transformers: an embed model; cross-encoder: a rerank model)")
+                        help="output format (default: keras); the others: a fine-tuned model as another tool's "
+                             "folder of its task (sentence-transformers: an embed model; cross-encoder: a rerank "
+                             "model)")
     parser.add_argument("--overwrite", action="store_true", help="write into a non-empty output directory")
     parser.add_argument("--text-pair", action="store_true",
                         help="the transformers classifier being read classifies text pairs (its config does not say)")

@@ -53,8 +53,9 @@ class RerankExamples:
 
 def _numbers(values, what: str, count: int, path, line: int) -> tuple[float, ...]:
     if not isinstance(values, (list, tuple)) or len(values) != count:
+        given = len(values) if isinstance(values, (list, tuple)) else json_kind(values)
         raise ValueError(f"{path}, line {line}: {what} must be {count} numbers (the positive's, then each "
-                         f"negative's), got {json_kind(values) if not isinstance(values, (list, tuple)) else len(values)}.")
+                         f"negative's), got {given}.")
     return tuple(_number(value, what, path, line) for value in values)
 
 
