@@ -55,26 +55,65 @@ def dataclass_defaults(source: str, class_name: str) -> dict[str, object]:
     return defaults
 
 
+
+def _module_tree(module: str) -> ast.Module:
+    return ast.parse((ROOT / Path(*module.split(".")).with_suffix(".py")).read_text(encoding="utf-8"))
+
+
+def _imported_modules(tree: ast.Module) -> dict[str, str]:
+    """{name: the module it is imported from} of a module's `from ... import` statements."""
+    return {alias.asname or alias.name: node.module for node in tree.body if isinstance(node, ast.ImportFrom)
+            for alias in node.names}
+
+
+def _class_attribute(cls: ast.ClassDef, name: str):
+    """The value (an AST node) that the class body assigns to `name`, or None."""
+    return next((statement.value for statement in cls.body if isinstance(statement, ast.Assign)
+                 and [getattr(target, "id", None) for target in statement.targets] == [name]), None)
+
+
+def _built_in_task_classes(registry: str) -> list[tuple[ast.ClassDef, str]]:
+    """(class, its module's name) of each task class in the registry's `BUILT_IN_TASKS` (a path under the packages'
+    folder), in order, from the registry's `from ... import` statements."""
+    tree = ast.parse((ROOT / registry).read_text(encoding="utf-8"))
+    modules = _imported_modules(tree)
+    [listed] = [node.value for node in tree.body if isinstance(node, ast.Assign)
+                and [target.id for target in node.targets if isinstance(target, ast.Name)] == ["BUILT_IN_TASKS"]]
+    classes = []
+    for element in listed.elts:
+        module = modules[element.id]
+        [task] = [node for node in _module_tree(module).body
+                  if isinstance(node, ast.ClassDef) and node.name == element.id]
+        classes.append((task, module))
+    return classes
+
+
 def built_in_finetune_tasks(registry: str = "bert_tf/tasks/registry.py") -> tuple[str, ...]:
-    """The names of the fine-tuning tasks in the registry's `BUILT_IN_TASKS` (a path under the packages' folder), in
-    order, read from the sources: each class's module (the registry's `from ... import`) and its literal `name`; a
-    task class is a fine-tuning one when it derives from `FinetuneTask` there.
+    """The names of the fine-tuning tasks in the registry's `BUILT_IN_TASKS`, in order, read from the sources: each
+    class's literal `name`; a task class is a fine-tuning one when it derives from `FinetuneTask` there.
 
     Example:
         >>> built_in_finetune_tasks()[:3]
         ('classify', 'ner', 'squad')
     """
-    tree = ast.parse((ROOT / registry).read_text(encoding="utf-8"))
-    modules = {alias.asname or alias.name: node.module for node in tree.body if isinstance(node, ast.ImportFrom)
-               for alias in node.names}
-    [listed] = [node.value for node in tree.body if isinstance(node, ast.Assign)
-                and [target.id for target in node.targets if isinstance(target, ast.Name)] == ["BUILT_IN_TASKS"]]
+    return tuple(_class_attribute(task, "name").value for task, _ in _built_in_task_classes(registry)
+                 if any(isinstance(base, ast.Name) and base.id == "FinetuneTask" for base in task.bases))
+
+
+def built_in_folder_formats(registry: str = "bert_tf/tasks/registry.py") -> tuple[str, ...]:
+    """The names of the built-in tasks' folder formats (`Task.folder_format`: `FolderFormat("NAME", ...)`, assigned in
+    the module the task imports it from), in the registry's order, read from the sources.
+
+    Example:
+        >>> built_in_folder_formats()[0]
+        'sentence-transformers'
+    """
     names = []
-    for element in listed.elts:
-        source = Path(*modules[element.id].split(".")).with_suffix(".py")
-        [task] = [node for node in ast.parse((ROOT / source).read_text(encoding="utf-8")).body
-                  if isinstance(node, ast.ClassDef) and node.name == element.id]
-        if any(isinstance(base, ast.Name) and base.id == "FinetuneTask" for base in task.bases):
-            names.extend(statement.value.value for statement in task.body if isinstance(statement, ast.Assign)
-                         and [getattr(target, "id", None) for target in statement.targets] == ["name"])
+    for task, module in _built_in_task_classes(registry):
+        value = _class_attribute(task, "folder_format")
+        if isinstance(value, ast.Name):
+            source = _imported_modules(_module_tree(module))[value.id]
+            [made] = [node.value for node in _module_tree(source).body if isinstance(node, ast.Assign)
+                      and [getattr(target, "id", None) for target in node.targets] == [value.id]]
+            names.append(made.args[0].value)
     return tuple(names)

@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 from bert_tf_cli.argument_checks import model_path
+from bert_tf_cli.config_defaults import built_in_folder_formats
 
 
 def register(commands) -> None:
@@ -18,7 +19,9 @@ def register(commands) -> None:
     parser.add_argument("--from", dest="source", required=True, type=model_path, help="checkpoint directory or prefix")
     parser.add_argument("--out", "--to", dest="out", required=True, help="output directory")
     parser.add_argument("--format", choices=["keras", "hf", *FOLDER_FORMAT_NAMES], default="keras",
-                        help="output format (default: keras); sentence-transformers: an embed model as its folder")
+                        help="output format (default: keras); the others: a fine-tuned model as another tool's "
+                             "folder of its task (sentence-transformers: an embed model; cross-encoder: a rerank "
+                             "model)")
     parser.add_argument("--overwrite", action="store_true", help="write into a non-empty output directory")
     parser.add_argument("--text-pair", action="store_true",
                         help="the transformers classifier being read classifies text pairs (its config does not say)")
@@ -26,7 +29,8 @@ def register(commands) -> None:
 
 
 MLM_HEAD, NSP_HEAD = "cls/predictions/", "cls/seq_relationship/"
-FOLDER_FORMAT_NAMES = ("sentence-transformers",)  # bert_tf.tasks.registry.FOLDER_FORMATS (not imported for --help)
+FOLDER_FORMAT_NAMES = built_in_folder_formats()  # bert_tf.tasks.registry.FOLDER_FORMATS, read from the sources: the
+# registry imports TensorFlow, which --help does not
 
 
 def run(args) -> None:

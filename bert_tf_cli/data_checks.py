@@ -27,7 +27,8 @@ TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
 JSON_LINES_SUFFIXES = (".jsonl", ".ndjson")
 TAG = re.compile(r"^(O|[BIES]-\S+|-X-)$")  # a CoNLL line's last column
 # The kinds of file (`file_kind`) each task's reader cannot read (bert_tf/tasks/*). NER files of tags that are not
-# BIO's ("PER") look like text; a SQuAD file whose "paragraphs" come late looks like a table: neither is refused.
+# BIO's ("PER") look like text; a SQuAD file whose "paragraphs" come late looks like a table: neither is refused. A task
+# not listed (a newer one) has its reader judge every file.
 REFUSES = {"classify": ("conll", "squad", "text"), "ner": ("table", "squad"), "squad": ("conll", "text"),
            "embed": ("conll", "squad")}
 KIND_NAMES = {"conll": "CoNLL (a word and its tag per line)", "squad": "SQuAD JSON (data → paragraphs → qas)",

@@ -158,6 +158,13 @@ class DevScores(keras.callbacks.Callback):
             logs.update({f"val_{name}": value for name, value in scores.items() if isinstance(value, (int, float))})
 
 
+def existing_data(path, what: str) -> None:
+    """FileNotFoundError in one line unless `path` is a file, or a folder that a task reads (a BEIR set: the embedding
+    and rerank tasks' dev data); the task's reader judges the rest."""
+    if not Path(path).exists():
+        raise FileNotFoundError(f"{what} not found: {path}")
+
+
 def _check_output_dir(config: FinetuneConfig) -> Path:
     out = Path(config.output_dir)
     if out.exists() and (not out.is_dir() or any(out.iterdir())) and not config.overwrite:
@@ -213,8 +220,8 @@ def finetune(config: FinetuneConfig, progress: bool = True) -> FinetuneResult:
     """Fine-tunes `config.init` on `config.train_file` and writes the model to `config.output_dir`."""
     out = _check_output_dir(config)
     existing_file(config.train_file, "Training file", "--train")  # before the encoder loads
-    if config.dev_file and not Path(config.dev_file).exists():  # a file, or a folder a task reads (a BEIR set)
-        raise FileNotFoundError(f"Dev file not found: {config.dev_file}")
+    if config.dev_file:
+        existing_data(config.dev_file, "Dev file")
     for path in config.unlabeled_files:
         existing_file(path, "Unlabeled file", "--unlabeled")
     strategy = _strategy(config)
@@ -406,7 +413,7 @@ def evaluate(model_dir, data_file, batch_size: int = 32, progress: bool = True,
              columns: tuple[str | None, ...] = (None, None, None)) -> tuple[FinetuneTask, dict]:
     """Scores a fine-tuned model directory on a labelled data file: `(task, scores)`; `columns`: the file's text, text
     pair and label columns (classification; None: the model's own)."""
-    existing_file(data_file)  # before the model loads (seconds)
+    existing_data(data_file, "Data file")  # before the model loads (seconds)
     directory = bert_tf.load_model_directory(model_dir)
     task = reading_columns(task_from_directory(directory), columns)
     data = task.prepare(task.read(data_file), training=False)

@@ -53,8 +53,9 @@ class RerankExamples:
 
 def _numbers(values, what: str, count: int, path, line: int) -> tuple[float, ...]:
     if not isinstance(values, (list, tuple)) or len(values) != count:
+        given = len(values) if isinstance(values, (list, tuple)) else json_kind(values)
         raise ValueError(f"{path}, line {line}: {what} must be {count} numbers (the positive's, then each "
-                         f"negative's), got {json_kind(values) if not isinstance(values, (list, tuple)) else len(values)}.")
+                         f"negative's), got {given}.")
     return tuple(_number(value, what, path, line) for value in values)
 
 
@@ -78,8 +79,10 @@ def _negative_columns(available, prefix: str) -> tuple[str, ...]:
                                      (f"{prefix}_{number}" for number in itertools.count(1))))
 
 
-def read_rerank_file(path, need_labels: bool = True) -> RerankExamples:
-    """The examples of a file of groups or labelled pairs (module docstring); `need_labels`: pairs must have labels."""
+def read_rerank_file(path, need_labels: bool = True, teacher_scores: bool = True) -> RerankExamples:
+    """The examples of a file of groups or labelled pairs (module docstring); `need_labels`: pairs must have labels;
+    `teacher_scores`: read the teacher's scores where the file has them (else they are left unread: a mined file
+    whose retriever gave no positive a score trains with the other losses)."""
     rows = read_rows(path)
     _, available = next(rows)
     query = next((name for name in ("query", "anchor") if name in available), None)
@@ -96,9 +99,9 @@ def read_rerank_file(path, need_labels: bool = True) -> RerankExamples:
     if kind == "pairs" and need_labels and label is None:
         raise ValueError(f"{path}: pairs (query, document) without a label column (1 relevant, 0 not).")
     teacher = None  # the teacher's scores: the `scores` list, or the score_... columns
-    if kind == "groups" and "scores" in available:
+    if teacher_scores and kind == "groups" and "scores" in available:
         teacher = "scores"
-    elif kind == "groups" and "score_positive" in available:
+    elif teacher_scores and kind == "groups" and "score_positive" in available:
         teacher = ("score_positive", *_negative_columns(available, "score_negative"))
     queries, documents, labels, scores, lines = [], [], [], [], []
     for line, row in rows:

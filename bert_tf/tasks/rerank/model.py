@@ -86,7 +86,8 @@ class BertReranker(BertTaskModel):
 
         Example:
             >>> reranker = bert_tf.load_model_directory("reranker/").model  # doctest: +SKIP
-            >>> reranker.rerank("Where do pandas live?", ["Pandas live in China.", "Paris is in France."], top_k=1)  # doctest: +SKIP
+            >>> documents = ["Pandas live in China.", "Paris is in France."]
+            >>> reranker.rerank("Where do pandas live?", documents, top_k=1)  # doctest: +SKIP
             [{'corpus_id': 0, 'score': 4.21}]
         """
         scores = self.score(query, documents, batch_size)

@@ -101,13 +101,14 @@ class RerankTask(FinetuneTask):
     # ----- fine-tuning -----------------------------------------------------------------------
 
     def read(self, path, fit_labels=False, need_labels=True):
-        """A file of groups or labelled pairs (`read_rerank_file`), or a BEIR folder (its `dev_split`) to score on."""
+        """A file of groups or labelled pairs (`read_rerank_file`; the teacher's scores read for MarginMSE alone), or a
+        BEIR folder (its `dev_split`) to score on."""
         if Path(path).is_dir():
             if fit_labels:
                 raise ValueError(f"{path} is a retrieval set: train on a file of groups (query, positive, "
                                  "negative_1, ...: bert-tf mine's) or labelled pairs, and score on the set (--dev).")
             return read_retrieval_set(path, self.spec.dev_split)
-        return read_rerank_file(path, need_labels)
+        return read_rerank_file(path, need_labels, teacher_scores=self.spec.loss == "margin_mse")
 
     def subset(self, examples, indices):
         return examples.subset(indices)

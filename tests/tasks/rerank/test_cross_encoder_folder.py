@@ -49,9 +49,10 @@ def test_a_reranker_written_by_bert_tf_reads_in_sentence_transformers_with_the_s
     assert is_cross_encoder_folder(out)
     theirs = sentence_transformers.CrossEncoder(str(out), device="cpu")
     assert theirs.max_length == 40 and type(theirs.activation_fn).__name__ == "Sigmoid"
-    np.testing.assert_allclose(logits(theirs), _scores(model), atol=1e-5)
+    ours = _scores(model)
+    np.testing.assert_allclose(logits(theirs), ours, atol=1e-5)
     probabilities = theirs.predict(PAIRS, convert_to_numpy=True)  # its default: the sigmoid of the scores
-    np.testing.assert_allclose(probabilities, 1 / (1 + np.exp(-_scores(model))), atol=1e-5)
+    np.testing.assert_allclose(probabilities, 1 / (1 + np.exp(-ours)), atol=1e-5)
 
 
 def test_a_plain_transformers_folder_of_one_label_is_not_taken_for_a_cross_encoder(saved):

@@ -27,6 +27,7 @@ def test_mined_rows_read_as_groups_with_the_teachers_scores(tmp_path):
     rows[1]["scores"] = [None, 0.7, 0.2]  # mine's row whose retriever gave the positive no score
     with pytest.raises(ValueError, match=r"mined.jsonl, line 2: scores is null, not a number"):
         read_rerank_file(_jsonl(tmp_path / "mined.jsonl", rows))
+    assert read_rerank_file(tmp_path / "mined.jsonl", teacher_scores=False).teacher_scores is None  # other losses
 
 
 def test_score_columns_of_a_tsv_are_the_teachers_scores(tmp_path):
