@@ -45,6 +45,16 @@ class CommandParser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", _HelpWithoutOldSpellings)
         super().__init__(*args, **kwargs)
 
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but an argument that no parser knows is the error of the command given (`bert-tf serve:
+        error: unrecognized arguments: ...`), where argparse makes it the top parser's."""
+        parsed, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            commands = next((action.choices for action in self._actions
+                             if isinstance(action, argparse._SubParsersAction)), {})
+            commands.get(getattr(parsed, "command", None), self).error(f"unrecognized arguments: {' '.join(unknown)}")
+        return parsed
+
     def error(self, message: str):
         """One line, as every error of the command line (no usage above it: `--help` shows it), and exit status 2."""
         invalid = INVALID_CHOICE.search(message)

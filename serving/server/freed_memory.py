@@ -4,9 +4,9 @@ A REST body of megabytes is parsed into many Python objects and arrays; once ans
 freed, but glibc's allocator keeps the pages in its arenas (one per thread that allocated), so the
 server's resident memory stays at its high-water mark after a burst, or creeps up from burst to burst
 as the workers' arenas fragment. `malloc_trim(0)` hands every free page of every arena back. It takes
-about a millisecond, so the REST front end calls it only after a large body, once no other body is
-being decoded (`serving.server.rest_service`). Where the C library is not glibc (musl, macOS) it does
-nothing.
+about a millisecond, so the REST front end calls it once the bodies answered since the last call add up
+to 1 MiB, when no other body is being decoded (`serving.server.rest_service`). Where the C library is
+not glibc (musl, macOS) it does nothing.
 
 Example:
     >>> give_back_freed_memory() in (True, False)

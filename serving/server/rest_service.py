@@ -81,8 +81,8 @@ MAX_PENDING_BYTES = 128 * 2**20  # requests received and not yet answered, all c
 # 24 of "ab", 12 to 22 of token ids; with the body itself and the allocator's slack, 40.
 JSON_COST_PER_BYTE = 40
 LARGEST_BODIES_AT_ONCE = 2
-# After answering a body of this size or more, the memory its decoding freed goes back to the system
-# (`serving.server.freed_memory`), once no other body is being decoded.
+# Once the bodies answered since the last time add up to this, the memory their decoding freed goes back to the
+# system (`serving.server.freed_memory`), when no other body is being decoded.
 GIVE_BACK_AFTER_BODY_BYTES = 2**20
 REFUSED_BODY_DRAIN_S = 1.0  # after refusing a body, read and drop what the client still sends, so it sees the answer
 MONITORED_APIS = {"predict": "Predict", "classify": "Classify"}  # REST verb -> TF Serving's API label
@@ -133,6 +133,8 @@ class RestServer:
         self._accept_again_at = 0.0  # after an accept() error (e.g. no file descriptor left)
         self._pending_bytes = 0  # of the requests received and not yet answered (the event loop's thread only)
         self.decoding = MemoryBudget(decoding_budget(max_body_bytes))
+        self._answered_bytes = 0  # of the bodies answered since freed memory was last given back
+        self._answered_lock = threading.Lock()
         self._stopping = threading.Event()
         self._loop: threading.Thread | None = None
 
@@ -161,6 +163,16 @@ class RestServer:
         self._selector.close()
         self._wakeup.close()
         self._wakeup_signal.close()
+
+    def time_to_give_back(self, answered_body_bytes: int) -> bool:
+        """Counts a body answered; True when the bodies answered since freed memory was last given back add up to
+        `GIVE_BACK_AFTER_BODY_BYTES` and no body is being decoded (then the count starts again)."""
+        with self._answered_lock:
+            self._answered_bytes += answered_body_bytes
+            if self._answered_bytes < GIVE_BACK_AFTER_BODY_BYTES or self.decoding.used:
+                return False
+            self._answered_bytes = 0
+            return True
 
     # ----- the event loop's thread -------------------------------------------------
 
@@ -461,9 +473,9 @@ class _Handler(BaseHTTPRequestHandler):
                 logger.exception("REST %s %s failed unexpectedly.", method, self.path)
                 status, answer, code = 500, {"error": f"{type(error).__name__}: {error}"}, "INTERNAL"
         self._send(status, answer)
-        large = len(body) >= GIVE_BACK_AFTER_BODY_BYTES
+        answered_bytes = len(body)
         del body, answer  # theirs too
-        if large and self.server.decoding.used == 0:
+        if self.server.time_to_give_back(answered_bytes):
             give_back_freed_memory()
         route = _ROUTE.fullmatch(path)
         if method == "POST" and route is not None and route["verb"] in MONITORED_APIS:
