@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.report import BenchmarkResult, markdown_table, portable_command
+from benchmarks.seed_rule import mean_std, rule
 from benchmarks.settings import Settings
 
 NAME = "search_quality"
@@ -56,7 +56,6 @@ BATCH, MINI_BATCH = 64, 16
 TRAIN_LENGTH, SCORING_LENGTH = 128, 256
 LEARNING_RATES = {"minilm": 2e-5, "bert_mini": 1e-4}
 RRF_K = 60
-RULE_POINTS = 1.0
 REFERENCE_THREADS = 1  # PyTorch's threads: on a loaded 2-core machine more spin against the other processes
 METRICS = ("ndcg@10", "mrr@10", "recall@1", "recall@10", "recall@100")
 
@@ -273,11 +272,6 @@ def run_all(settings: Settings, work: Path) -> dict:
             "mine_command": portable_command(["bert-tf", *mined["bert_tf"][1][1:]])}
 
 
-def mean_std(values: list[float]) -> dict:
-    return {"values": values, "mean": statistics.mean(values),
-            "std": statistics.stdev(values) if len(values) > 1 else 0.0}
-
-
 def summaries(runs: dict) -> dict:
     """Per start and contender, nDCG@10 (dense and hybrid) over the seeds; the rule for all-MiniLM-L6-v2."""
     out = {}
@@ -287,10 +281,7 @@ def summaries(runs: dict) -> dict:
                     for kind in ("retrieval", "hybrid")}
     ours, theirs = out.get("minilm/bert_tf"), out.get("minilm/sentence_transformers")
     if ours and theirs:
-        ours, theirs = ours["retrieval"]["ndcg@10"], theirs["retrieval"]["ndcg@10"]
-        bound = max(RULE_POINTS, 2 * max(ours["std"], theirs["std"]))
-        difference = ours["mean"] - theirs["mean"]
-        out["rule"] = {"difference": difference, "bound": bound, "holds": abs(difference) <= bound}
+        out["rule"] = rule(ours["retrieval"]["ndcg@10"], theirs["retrieval"]["ndcg@10"])
     return out
 
 

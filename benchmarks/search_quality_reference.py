@@ -13,12 +13,12 @@ document, saved as .npy for the benchmark's own metrics and its fusion with BM25
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import warnings
-from pathlib import Path
+
+from benchmarks.reference_command import reference_main
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 warnings.filterwarnings("ignore", category=DeprecationWarning, module="sentence_transformers")
@@ -70,16 +70,13 @@ def train_and_score(recipe: dict) -> dict:
     return {**training, "evaluator": retrieval_scores(model, recipe["folder"], "dev")}
 
 
+def run_recipe(recipe: dict) -> dict:
+    return mine(recipe) if recipe["action"] == "mine" else train_and_score(recipe)
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.search_quality_reference",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", type=Path, required=True, help="the recipe, JSON (benchmarks.search_quality)")
-    parser.add_argument("--out", type=Path, required=True, help="where the result goes, JSON")
-    args = parser.parse_args(argv)
-    recipe = json.loads(args.config.read_text(encoding="utf-8"))
-    result = mine(recipe) if recipe["action"] == "mine" else train_and_score(recipe)
-    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    return 0
+    return reference_main("benchmarks.search_quality_reference", __doc__.split("\n\n")[0],
+                          "benchmarks.search_quality", run_recipe, argv)
 
 
 if __name__ == "__main__":
