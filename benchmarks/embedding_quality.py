@@ -41,6 +41,7 @@ import numpy as np
 
 from benchmarks import embedding_data
 from benchmarks.report import BenchmarkResult, markdown_table, portable_command
+from benchmarks.seed_rule import RULE_POINTS, mean_std, rule
 from benchmarks.settings import Settings
 
 NAME = "embedding_quality"
@@ -49,7 +50,6 @@ STS_TRAIN, STS_DEV = ("stsb", "sts-train.csv"), ("stsb", "sts-dev.csv")
 WORK_DIR = Path(tempfile.gettempdir()) / "bert_tf_embedding_quality"
 SEEDS = tuple(int(seed) for seed in os.environ.get("BERT_TF_EMBEDDING_SEEDS", "1,2,3").split(","))
 CONTENDERS = ("bert_tf", "sentence_transformers")
-RULE_POINTS = 1.0
 COMMON_FLAGS = ("--learning-rate", "1e-4", "--warmup-proportion", "0.1", "--last-epoch")
 BOOK_SENTENCES = 5_000
 # Tokens read per text when the trained models are scored, by both contenders, whatever the recipe trained at: the
@@ -300,21 +300,13 @@ def recipes(settings: Settings) -> list[Recipe]:
     return [recipe for recipe in RECIPES if not settings.quick or recipe.name in QUICK_RECIPES]
 
 
-def mean_std(values: list[float]) -> dict:
-    return {"values": values, "mean": statistics.mean(values),
-            "std": statistics.stdev(values) if len(values) > 1 else 0.0}
-
-
 def summary(runs: dict, recipe: Recipe, read) -> dict:
     """Per contender, `read(result)` over the seeds run, and the rule between the two."""
     out = {contender: mean_std([read(result) for key, result in runs.items()
                                 if key.startswith(f"{recipe.name}/{contender}/")]) for contender in recipe.contenders}
     if len(out) == 1:
         return out
-    ours, theirs = out["bert_tf"], out["sentence_transformers"]
-    bound = max(RULE_POINTS, 2 * max(ours["std"], theirs["std"]))
-    difference = ours["mean"] - theirs["mean"]
-    out["rule"] = {"difference": difference, "bound": bound, "holds": abs(difference) <= bound}
+    out["rule"] = rule(out["bert_tf"], out["sentence_transformers"])
     return out
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import shlex
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,7 @@ import time
 from pathlib import Path
 
 from benchmarks.report import BenchmarkResult, markdown_table, portable_command
+from benchmarks.seed_rule import RULE_POINTS, mean_std, rule
 from benchmarks.settings import Settings
 
 NAME = "quality"
@@ -37,7 +37,6 @@ CHECKPOINT = ("pretrained", "bert-mini-uncased-books")
 WORK_DIR = Path(tempfile.gettempdir()) / "bert_tf_quality"
 SEEDS = (1, 2, 3)
 CONTENDERS = ("bert_tf", "transformers", "bert_tf_random")
-RULE_POINTS = 1.0
 # The recipe every task shares; the task adds its own sequence length, epochs and data (`QualityTask.flags`).
 COMMON_FLAGS = ("--batch-size", "32", "--learning-rate", "1e-4", "--warmup-proportion", "0.1", "--last-epoch")
 SQUAD_DEV_ARTICLES = 2
@@ -212,14 +211,10 @@ def summary(task: QualityTask, results: dict, metric: str) -> dict:
         values = [points(task, metric, results[key]["scores"][metric])
                   for key in (f"{task.name}/{contender}/{seed}" for seed in SEEDS) if key in results]
         if values:
-            out[contender] = {"values": values, "mean": statistics.mean(values),
-                              "std": statistics.stdev(values) if len(values) > 1 else 0.0}
+            out[contender] = mean_std(values)
     if "bert_tf" in out and "transformers" in out:
         ours, theirs = out["bert_tf"], out["transformers"]
-        bound = max(RULE_POINTS, 2 * max(ours["std"], theirs["std"]))
-        difference = ours["mean"] - theirs["mean"]
-        out["rule"] = {"difference": difference, "bound": bound, "holds": abs(difference) <= bound,
-                       "seeds": min(len(ours["values"]), len(theirs["values"]))}
+        out["rule"] = {**rule(ours, theirs), "seeds": min(len(ours["values"]), len(theirs["values"]))}
     return out
 
 

@@ -7,18 +7,18 @@ in-batch negatives and scored on the dev split, all with its own tools.
 written as JSON lines of query, positive, negative_1..N, scores (what both frameworks' trainings read).
 `train`: the loop of `benchmarks.sentence_transformers_reference` (a `Transformer` + mean `Pooling` model) with
 `CachedMultipleNegativesRankingLoss`, on the recipe's mined file; `epochs` 0 scores the checkpoint as it is.
-Scored: `InformationRetrievalEvaluator` on the dev split (its numbers), and the cosine of every dev query with every
-document, saved as .npy for the benchmark's own metrics and its fusion with BM25.
+Scored: the cosine of every dev query with every document, saved as .npy for the benchmark's own metrics and its
+fusion with BM25, and with `evaluator`, `InformationRetrievalEvaluator` on the dev split (its numbers).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import warnings
-from pathlib import Path
+
+from benchmarks.reference_command import reference_main
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 warnings.filterwarnings("ignore", category=DeprecationWarning, module="sentence_transformers")
@@ -67,19 +67,18 @@ def train_and_score(recipe: dict) -> dict:
     queries = model.encode(dev.queries, batch_size=64, convert_to_tensor=True, normalize_embeddings=True)
     documents = model.encode(dev.documents, batch_size=64, convert_to_tensor=True, normalize_embeddings=True)
     np.save(recipe["score_matrix"], (queries @ documents.T).numpy().astype(np.float32))
+    if not recipe["evaluator"]:  # it embeds the corpus once more
+        return training
     return {**training, "evaluator": retrieval_scores(model, recipe["folder"], "dev")}
 
 
+def run_recipe(recipe: dict) -> dict:
+    return mine(recipe) if recipe["action"] == "mine" else train_and_score(recipe)
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.search_quality_reference",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", type=Path, required=True, help="the recipe, JSON (benchmarks.search_quality)")
-    parser.add_argument("--out", type=Path, required=True, help="where the result goes, JSON")
-    args = parser.parse_args(argv)
-    recipe = json.loads(args.config.read_text(encoding="utf-8"))
-    result = mine(recipe) if recipe["action"] == "mine" else train_and_score(recipe)
-    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    return 0
+    return reference_main("benchmarks.search_quality_reference", __doc__.split("\n\n")[0],
+                          "benchmarks.search_quality", run_recipe, argv)
 
 
 if __name__ == "__main__":

@@ -15,14 +15,13 @@ cosine on the STS file, also at each Matryoshka size: `truncate_dim`) and `Infor
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import os
 import sys
 import time
 import warnings
-from pathlib import Path
+
+from benchmarks.reference_command import reference_main
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # sentence-transformers 6 moved its modules; their old names warn on import (`sentence_transformers.losses`).
@@ -135,14 +134,8 @@ def run_reference(recipe: dict) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.sentence_transformers_reference",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", type=Path, required=True, help="the recipe, JSON (benchmarks.embedding_quality)")
-    parser.add_argument("--out", type=Path, required=True, help="where the scores go, JSON")
-    args = parser.parse_args(argv)
-    result = run_reference(json.loads(args.config.read_text(encoding="utf-8")))
-    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    return 0
+    return reference_main("benchmarks.sentence_transformers_reference", __doc__.split("\n\n")[0],
+                          "benchmarks.embedding_quality", run_reference, argv)
 
 
 if __name__ == "__main__":
