@@ -130,7 +130,7 @@ class Scorer:
 
     def __init__(self, settings: Settings, work: Path):
         from bert_tf.tasks.embedding.data import read_embedding_file
-        from bert_tf.tasks.embedding.retrieval_data import read_retrieval_set
+        from bert_tf.retrieval.retrieval_set import read_retrieval_set
 
         self.sts_pairs = read_embedding_file(settings.data_file(*STS_DEV))
         self.retrieval_folder = embedding_data.retrieval_set(settings, work)
@@ -156,7 +156,7 @@ class Scorer:
         return sts_scores(np.sum(unit[first] * unit[second], axis=-1), self.sts_pairs.scores)
 
     def retrieval_scores(self, vectors: np.ndarray) -> dict:
-        from bert_tf.tasks.embedding.metrics import retrieval_scores
+        from bert_tf.retrieval.ranking_metrics import retrieval_scores
 
         unit = _unit(vectors)
         queries = unit[[self.index[text] for text in self.retrieval.queries]]
@@ -173,7 +173,7 @@ class Scorer:
         """BM25 (`bm25s`, English stop words, no stemming) of every query against every document."""
         import bm25s
 
-        from bert_tf.tasks.embedding.metrics import retrieval_scores
+        from bert_tf.retrieval.ranking_metrics import retrieval_scores
 
         index = bm25s.BM25()
         index.index(bm25s.tokenize(self.retrieval.documents, stopwords="en", show_progress=False), show_progress=False)

@@ -127,7 +127,7 @@ class Scorer:
     """The dev split's relevant documents, BM25's scores, and any score matrix's retrieval numbers."""
 
     def __init__(self, folder: Path):
-        from bert_tf.tasks.embedding.retrieval_data import read_retrieval_set
+        from bert_tf.retrieval.retrieval_set import read_retrieval_set
 
         self.dev = read_retrieval_set(folder, "dev")
         self.bm25_matrix = self._bm25()
@@ -141,7 +141,7 @@ class Scorer:
         return np.stack([index.get_scores(tokens) for tokens in queries]).astype(np.float32)
 
     def numbers(self, matrix: np.ndarray) -> dict:
-        from bert_tf.tasks.embedding.metrics import retrieval_scores
+        from bert_tf.retrieval.ranking_metrics import retrieval_scores
 
         scores = retrieval_scores(matrix, self.dev.relevant)
         return {name: scores[name] for name in METRICS}

@@ -30,7 +30,7 @@ def mine(recipe: dict) -> dict:
     from sentence_transformers.util import mine_hard_negatives
 
     from benchmarks.in_memory_datasets import Dataset, mining_datasets
-    from bert_tf.tasks.embedding.retrieval_data import read_retrieval_set
+    from bert_tf.retrieval.retrieval_set import read_retrieval_set
 
     train = read_retrieval_set(recipe["folder"], "train")
     pairs = [(query, train.documents[index]) for query, relevant in zip(train.queries, train.relevant)
@@ -57,7 +57,7 @@ def train_and_score(recipe: dict) -> dict:
     import torch
 
     from benchmarks.sentence_transformers_reference import build_model, retrieval_scores, train
-    from bert_tf.tasks.embedding.retrieval_data import read_retrieval_set
+    from bert_tf.retrieval.retrieval_set import read_retrieval_set
 
     torch.set_num_threads(recipe["threads"])
     model = build_model(recipe["checkpoint"], recipe["seq_length"])

@@ -108,7 +108,7 @@ def retrieval_scores(model, folder: str, split: str = "test") -> dict:
     """nDCG@10, MRR@10 and Recall@1/10/100 × 100 of the queries against the corpus (a BEIR folder's `split`)."""
     from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
 
-    from bert_tf.tasks.embedding.retrieval_data import read_retrieval_set
+    from bert_tf.retrieval.retrieval_set import read_retrieval_set
 
     retrieval = read_retrieval_set(folder, split)
     queries = {str(i): text for i, text in enumerate(retrieval.queries)}

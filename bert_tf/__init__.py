@@ -47,9 +47,9 @@ from bert_tf.pretrainer import BertPretrainer  # noqa: E402
 from bert_tf.tasks.classification.model import BertClassifier  # noqa: E402
 from bert_tf.tasks.embedding.embedding_files import embed_file  # noqa: E402
 from bert_tf.tasks.embedding.loading import load_embedder  # noqa: E402
-from bert_tf.tasks.embedding.metrics import format_retrieval, retrieval_scores  # noqa: E402
+from bert_tf.retrieval.ranking_metrics import format_retrieval, retrieval_scores  # noqa: E402
 from bert_tf.tasks.embedding.model import BertEmbedder  # noqa: E402
-from bert_tf.tasks.embedding.retrieval_data import read_retrieval_set  # noqa: E402
+from bert_tf.retrieval.retrieval_set import read_retrieval_set  # noqa: E402
 from bert_tf.tasks.embedding.similarity import cos_sim, semantic_search  # noqa: E402
 from bert_tf.tasks.embedding.text_embedder import TextEmbedder  # noqa: E402
 from bert_tf.tasks.ner.model import BertTokenClassifier  # noqa: E402

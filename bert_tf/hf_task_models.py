@@ -23,16 +23,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
-
-from bert_tf.checkpoints.contents import assign_weights
-from bert_tf.checkpoints.huggingface import hf_tensors, read_hf_directory_and_head, write_hf_files
-from bert_tf.model import BertModel
+from bert_tf.tasks.hf_format import TASK_SPEC_KEY, read_hf_model_as, write_hf_model_as
 from bert_tf.tasks.registry import (finetuned_tasks, task_named, task_of_folder, task_of_hf_architecture,
                                     task_of_model)
 from bert_tf.tasks.spec import TaskSpec
-
-TASK_SPEC_KEY = "bert_tf_task"  # a config.json entry transformers keeps as it is
 
 
 def write_hf_task_model(model, out_dir: str | Path, vocab_file: str | Path | None = None,
@@ -44,15 +38,8 @@ def write_hf_task_model(model, out_dir: str | Path, vocab_file: str | Path | Non
         task_models = ", ".join(task_named(name).model_class.__name__ for name in finetuned_tasks())
         raise ValueError(f"write_hf_task_model writes {task_models}; a {type(model).__name__} is written with "
                          "bert_tf.write_hf_directory.")
-    head = model_task.hf_head(model)
-    tensors = {**hf_tensors(_encoder_weights(model.encoder, model_task), "bert."),
-               f"{model_task.hf_head_name}.weight": np.ascontiguousarray(np.asarray(head.kernel.numpy(), np.float32).T),
-               f"{model_task.hf_head_name}.bias": np.asarray(head.bias.numpy(), np.float32)}
-    config = {**model.encoder.config.to_hf_dict(), "architectures": [model_task.hf_architecture],
-              **model_task.hf_config(model)}
-    if task is not None:
-        config[TASK_SPEC_KEY] = task.to_metadata()
-    return write_hf_files(out_dir, tensors, config, vocab_file, lower_case)
+    return write_hf_model_as(model, model_task, out_dir, vocab_file, lower_case,
+                             None if task is None else task.to_metadata())
 
 
 def read_hf_task_model(path: str | Path, task=None):
@@ -75,47 +62,10 @@ def read_hf_task_model(path: str | Path, task=None):
     model_task = task_of_hf_architecture(architecture) if task is None else task
     if model_task is None or model_task.hf_architecture != architecture:
         return None
-    contents, head_tensors = read_hf_directory_and_head(directory, model_task.hf_head_name)
-    encoder = BertModel(contents.config)
-    try:
-        model = model_task.model_from_hf(encoder, settings)
-    except ValueError as error:
-        raise ValueError(f"{directory / 'config.json'}: {error}") from None
-    assign_weights(_encoder_weights(encoder, model_task), contents, what=model_task.model_class.__name__)
-    head = model_task.hf_head(model)
-    kernel, bias = _head_tensors(head_tensors, model_task, head, model, directory)
-    head.kernel.assign(kernel.T)
-    head.bias.assign(bias)
-    encoder.vocab_file, encoder.lower_case = contents.vocab_file, contents.lower_case
-    return model
-
-
-def _head_tensors(tensors: dict, model_task, head, model, directory: Path) -> tuple[np.ndarray, np.ndarray]:
-    """The head's weight ([out, in], as transformers stores it) and bias, checked against the head that config.json
-    describes; what disagrees is one line naming it."""
-    name = model_task.hf_head_name
-    missing = [f"{name}.{leaf}" for leaf in ("weight", "bias") if f"{name}.{leaf}" not in tensors]
-    if missing:
-        raise ValueError(f"{directory} has no {' or '.join(missing)}: not a complete {model_task.hf_architecture}.")
-    weight, bias = tensors[f"{name}.weight"], tensors[f"{name}.bias"]
-    rows, columns = head.kernel.shape[1], head.kernel.shape[0]
-    described = (f"id2label has {rows} labels" if getattr(model, "label_names", None)
-                 else f"config.json describes {rows} outputs")
-    if weight.shape[0] != rows or bias.shape != (rows,):
-        raise ValueError(f"{directory / 'config.json'}: {described}, the {name} {weight.shape[0]} rows.")
-    if weight.shape[1] != columns:
-        raise ValueError(f"{directory}: the {name} takes {weight.shape[1]} inputs, the encoder gives {columns}.")
-    return weight, bias
+    return read_hf_model_as(directory, model_task)
 
 
 def hf_task_spec(path: str | Path) -> TaskSpec | None:
     """The `TaskSpec` that `write_hf_task_model` recorded in a Hugging Face directory, else None."""
     recorded = json.loads((Path(path) / "config.json").read_text(encoding="utf-8")).get(TASK_SPEC_KEY)
     return None if recorded is None else TaskSpec.from_metadata(recorded)
-
-
-def _encoder_weights(encoder: BertModel, model_task) -> dict:
-    """The encoder's weights by Google's names that the task's transformers class stores (its pooler only where the
-    head reads `pooled_output`)."""
-    return {name: variable for name, variable in encoder.google_weights().items()
-            if model_task.model_class.encoder_output == "pooled_output" or not name.startswith("pooler/")}

@@ -1,5 +1,5 @@
 """Retrieval scores on a BEIR folder (`corpus.jsonl`, `queries.jsonl`, `qrels/<split>.tsv`:
-`bert_tf.tasks.embedding.retrieval_data`) of a sentence-embedding model directory or of a search index (`bert-tf
+`bert_tf.retrieval.retrieval_set`) of a sentence-embedding model directory or of a search index (`bert-tf
 index`, in any of its modes): nDCG@10, MRR@10 and Recall@k × 100 as BEIR reports them
 (`bert_tf.retrieval_scores`).
 

@@ -8,7 +8,7 @@ import pytest
 
 import bert_tf
 from bert_tf.retrieval.bm25 import BM25Index
-from bert_tf.tasks.embedding.metrics import retrieval_scores
+from bert_tf.retrieval.ranking_metrics import retrieval_scores
 from bert_tf_cli import main
 from serving.export.search_index import SearchSettings, export_search_index
 

@@ -8,7 +8,7 @@ import pytest
 from tiny_reranker import local_scores, registered_reranker
 
 from bert_tf.retrieval.bm25 import BM25Index
-from bert_tf.tasks.embedding.metrics import retrieval_scores
+from bert_tf.retrieval.ranking_metrics import retrieval_scores
 from bert_tf_cli import main
 
 DOCUMENTS = {"d1": "a good film", "d2": "the plot was bad", "d3": "paris and london", "d4": "a very nice film",

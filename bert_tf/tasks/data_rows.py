@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Iterator
 
-from bert_tf.text_files import existing_file, utf8_lines
+from bert_tf.text_files import existing_file, json_kind, utf8_lines
 
 FORMATS = {".tsv": "tsv", ".tab": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
 MAX_FIELD_CHARACTERS = 2**31 - 1  # the most csv's field limit (a C long) takes everywhere
@@ -105,3 +105,21 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, dict]]:
     if kind == "csv":
         return _delimited_rows(path, ",", csv.QUOTE_MINIMAL)
     return _json_rows(path)
+
+
+def row_texts(row: dict, columns: tuple[str, ...], path, line: int) -> tuple[str, ...]:
+    """The texts of `columns` in `row` (line `line` of `path`); a column the row lacks, or a value that is not text
+    (null, a number, a list: a JSON line's), is an error that names the line.
+
+    Example:
+        >>> row_texts({"anchor": "a fine film", "positive": None}, ("anchor", "positive"), "pairs.jsonl", 3)
+        Traceback (most recent call last):
+        ...
+        ValueError: pairs.jsonl, line 3: positive is null, not a text.
+    """
+    for column in columns:
+        if column not in row:
+            raise ValueError(f"{path}, line {line}: no {column}; every row of this file needs {', '.join(columns)}.")
+        if not isinstance(row[column], str):
+            raise ValueError(f"{path}, line {line}: {column} is {json_kind(row[column])}, not a text.")
+    return tuple(row[column] for column in columns)

@@ -94,7 +94,9 @@ def test_the_saved_model_answers_as_the_keras_model(directory, tmp_path):
     task = task_of_model(directory.model)
     version = export_saved_model(directory.path, tmp_path, "model")
     served = tf.saved_model.load(str(version)).signatures["serving_default"]
-    texts = [tf.constant(column) for column in text_inputs(directory.task)]
+    specs = task.text_serving_class.input_specs(directory.task)  # a reranker's documents: [batch, documents]
+    texts = [tf.constant(column if spec.shape.rank == 1 else [[text] for text in column])
+             for column, spec in zip(text_inputs(directory.task), specs)]
     local = task.text_serving(directory.model, directory.task, directory.tokenizer()).outputs(texts)
     answered = served(**dict(zip(directory.task.text_inputs, texts)))
     assert sorted(answered) == sorted(local)

@@ -104,24 +104,6 @@ def _column_rows(path: Path) -> tuple[bool, object]:
                                 row.get(score)) for number, row in rows)
 
 
-def row_texts(row: dict, columns: tuple[str, ...], path, line: int) -> tuple[str, ...]:
-    """The texts of `columns` in `row` (line `line` of `path`); a column the row lacks, or a value that is not text
-    (null, a number, a list: a JSON line's), is an error that names the line.
-
-    Example:
-        >>> row_texts({"anchor": "a fine film", "positive": None}, ("anchor", "positive"), "pairs.jsonl", 3)
-        Traceback (most recent call last):
-        ...
-        ValueError: pairs.jsonl, line 3: positive is null, not a text.
-    """
-    for column in columns:
-        if column not in row:
-            raise ValueError(f"{path}, line {line}: no {column}; every row of this file needs {', '.join(columns)}.")
-        if not isinstance(row[column], str):
-            raise ValueError(f"{path}, line {line}: {column} is {json_kind(row[column])}, not a text.")
-    return tuple(row[column] for column in columns)
-
-
 def _kind(width: int, scored: bool) -> str:
     return "scored" if scored else ("sentences" if width == 1 else "pairs")
 

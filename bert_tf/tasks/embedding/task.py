@@ -33,13 +33,14 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.retrieval.ranking_metrics import format_retrieval, retrieval_scores
+from bert_tf.retrieval.retrieval_set import RetrievalSet, read_retrieval_set
 from bert_tf.tasks.base import FinetuneTask
 from bert_tf.tasks.embedding.data import EmbeddingExamples, read_embedding_file
 from bert_tf.tasks.embedding.distillation import vector_distance
 from bert_tf.tasks.embedding.losses import CoSENTLoss, CosineSimilarityLoss, InBatchNegativesLoss, MatryoshkaLoss
-from bert_tf.tasks.embedding.metrics import format_retrieval, format_sts, retrieval_scores, sts_scores
+from bert_tf.tasks.embedding.metrics import format_sts, sts_scores
 from bert_tf.tasks.embedding.model import BertEmbedder
-from bert_tf.tasks.embedding.retrieval_data import RetrievalSet, read_retrieval_set
 from bert_tf.tasks.embedding.sentence_transformers_folder import SENTENCE_TRANSFORMERS_FOLDER
 from bert_tf.tasks.embedding.settings import EmbeddingSettings
 from bert_tf.tasks.text_serving import text_packer

@@ -12,8 +12,8 @@ Written: the Hugging Face folder with the `sentence_transformers` entry of versi
 as CrossEncoder's default for one label), which every version reads.
 
 Example:
-    >>> model, seq_length = read_cross_encoder_folder("ms-marco-MiniLM-L6-v2/")  # doctest: +SKIP
-    >>> write_cross_encoder_folder(model, "exported/", seq_length=512)  # doctest: +SKIP
+    >>> model, seq_length = RerankTask.folder_format.read("ms-marco-MiniLM-L6-v2/")  # doctest: +SKIP
+    >>> RerankTask.folder_format.write(model, "exported/", seq_length=512)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bert_tf.tasks.base import FolderFormat
+from bert_tf.tasks.hf_format import read_hf_model_as, write_hf_model_as
 from bert_tf.tasks.rerank.model import BertReranker
 from bert_tf.text_files import json_file
 
@@ -46,33 +46,25 @@ def is_cross_encoder_folder(path) -> bool:
     return marked and (config.get("architectures") or [None])[0] == ARCHITECTURE
 
 
-def read_cross_encoder_folder(path) -> tuple[BertReranker, int | None]:
-    """The `BertReranker` of a CrossEncoder folder and the longest input it reads (None if unsaid)."""
-    from bert_tf.hf_task_models import read_hf_task_model
-    from bert_tf.tasks.registry import task_named
-
+def read_cross_encoder_folder(path, model_task) -> tuple[BertReranker, int | None]:
+    """The `BertReranker` of a CrossEncoder folder (read as `model_task`'s, the rerank task's) and the longest input
+    it reads (None if unsaid)."""
     folder = Path(path)
-    model = read_hf_task_model(folder, task_named("rerank"))
+    model = read_hf_model_as(folder, model_task)
     tokenizer_config = folder / "tokenizer_config.json"
     length = json_file(tokenizer_config, dict).get("model_max_length") if tokenizer_config.is_file() else None
     return model, length if isinstance(length, int) and 0 < length < 10**6 else None
 
 
 def write_cross_encoder_folder(model: BertReranker, out_dir, vocab_file=None, lower_case=None,
-                               seq_length: int | None = None) -> Path:
-    """Writes `model` as a CrossEncoder folder (module docstring) that reads up to `seq_length` tokens (None: the
-    encoder's positions)."""
-    from bert_tf.hf_task_models import write_hf_task_model
-
+                               seq_length: int | None = None, *, model_task) -> Path:
+    """Writes `model` (`model_task`'s, the rerank task's) as a CrossEncoder folder (module docstring) that reads up
+    to `seq_length` tokens (None: the encoder's positions)."""
     encoder = model.encoder
-    out = write_hf_task_model(model, out_dir, vocab_file or encoder.vocab_file,
-                              encoder.lower_case if lower_case is None else lower_case)
+    out = write_hf_model_as(model, model_task, out_dir, vocab_file or encoder.vocab_file,
+                            encoder.lower_case if lower_case is None else lower_case)
     tokenizer_config = out / "tokenizer_config.json"
     settings = json_file(tokenizer_config, dict) if tokenizer_config.is_file() else {"tokenizer_class": "BertTokenizer"}
     settings["model_max_length"] = seq_length or encoder.config.max_position_embeddings
     tokenizer_config.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
     return out
-
-
-CROSS_ENCODER_FOLDER = FolderFormat("cross-encoder", is_cross_encoder_folder, read_cross_encoder_folder,
-                                    write_cross_encoder_folder)

@@ -24,7 +24,7 @@ import itertools
 import math
 
 from bert_tf.tasks.data_rows import read_rows
-from bert_tf.tasks.embedding.data import row_texts
+from bert_tf.tasks.data_rows import row_texts
 from bert_tf.text_files import json_kind
 
 

@@ -16,7 +16,7 @@ Example:
 
 from __future__ import annotations
 
-from bert_tf.tasks.embedding.metrics import format_retrieval, retrieval_scores
+from bert_tf.retrieval.ranking_metrics import format_retrieval, retrieval_scores
 from bert_tf.tasks.rerank.ranking import RankingData
 
 KS = (1, 10)  # the recalls reported (Recall@100 of a reranked top 100 is the first stage's own)

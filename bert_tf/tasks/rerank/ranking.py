@@ -13,7 +13,7 @@ than the metrics' depth is followed by those, not by the relevant documents it m
   without labels (texts to score) in their order.
 
 Example:
-    >>> from bert_tf.tasks.embedding.retrieval_data import RetrievalSet
+    >>> from bert_tf.retrieval.retrieval_set import RetrievalSet
     >>> corpus = RetrievalSet(["d0", "d1", "d2"], ["cats purr", "dogs bark", "cats and dogs"], ["q0"], ["cats"],
     ...                       [{0: 1}])
     >>> data = first_stage_candidates(corpus, top_k=2)
@@ -28,7 +28,7 @@ import dataclasses
 import numpy as np
 
 from bert_tf.retrieval.bm25 import BM25Index
-from bert_tf.tasks.embedding.retrieval_data import RetrievalSet
+from bert_tf.retrieval.retrieval_set import RetrievalSet
 
 UNFOUND_PLACES = 100  # the deepest the metrics look (nDCG@10, Recall@k for k up to this)
 RELEVANT_LABEL = 0.5  # a labelled pair at least this relevant counts as relevant when ranking

@@ -21,21 +21,24 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.tasks.base import FinetuneTask
-from bert_tf.tasks.embedding.retrieval_data import RetrievalSet, read_retrieval_set
-from bert_tf.tasks.rerank.cross_encoder_folder import CROSS_ENCODER_FOLDER, SIGMOID
+from bert_tf.retrieval.retrieval_set import RetrievalSet, read_retrieval_set
+from bert_tf.tasks.base import FinetuneTask, FolderFormat
+from bert_tf.tasks.rerank.cross_encoder_folder import (SIGMOID, is_cross_encoder_folder, read_cross_encoder_folder,
+                                                       write_cross_encoder_folder)
 from bert_tf.tasks.rerank.data import RerankExamples, read_rerank_file
 from bert_tf.tasks.rerank.losses import ListwiseLoss, MarginMSELoss, PairBinaryCrossEntropyLoss
 from bert_tf.tasks.rerank.metrics import format_ranking, ranking_scores
 from bert_tf.tasks.rerank.model import BertReranker
 from bert_tf.tasks.rerank.ranking import RankingData, first_stage_candidates, listed_pairs
 from bert_tf.tasks.rerank.settings import RerankSettings
+from bert_tf.tasks.rerank_serving import RerankTextServing
 from bert_tf.tasks.text_serving import text_packer
 
 
@@ -60,8 +63,8 @@ class RerankTask(FinetuneTask):
     input_fields = (("query", "document"), ())
     hf_architecture = "BertForSequenceClassification"  # with one label (`cross_encoder_folder`)
     hf_head_name = "classifier"
-    folder_format = CROSS_ENCODER_FOLDER
     served_outputs = ("score",)
+    text_serving_class = RerankTextServing  # a query and its documents in, one score per document out
 
     # ----- exports, loading, reports ---------------------------------------------------------
 
@@ -210,3 +213,10 @@ class RerankTask(FinetuneTask):
             raise ValueError("A reranker scores (query, document) pairs: give a document for each query.")
         return RerankExamples("<texts>", "pairs", list(queries), [(document,) for document in documents], None, None,
                               list(range(1, len(queries) + 1)))
+
+
+# The CrossEncoder folder reads and writes through the task's Hugging Face class and head (set here, once the class
+# exists, so that the folder's module needs no import of this one).
+RerankTask.folder_format = FolderFormat(
+    "cross-encoder", is_cross_encoder_folder, functools.partial(read_cross_encoder_folder, model_task=RerankTask),
+    functools.partial(write_cross_encoder_folder, model_task=RerankTask))

@@ -5,9 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from bert_tf.tasks.embedding import metrics
-from bert_tf.tasks.embedding.metrics import retrieval_scores, sts_scores
-from bert_tf.tasks.embedding.retrieval_data import read_retrieval_set
+from bert_tf.retrieval import ranking_metrics
+from bert_tf.tasks.embedding.metrics import sts_scores
+from bert_tf.retrieval.ranking_metrics import retrieval_scores
+from bert_tf.retrieval.retrieval_set import read_retrieval_set
 
 
 @pytest.mark.parametrize("seed, pairs, levels", [(0, 2, 100), (1, 10, 3), (2, 1500, 26), (3, 200, 1000)])
@@ -113,7 +114,7 @@ def test_chunks_of_queries_give_the_same_scores(monkeypatch):
     scores = rng.normal(size=(9, 200)).round(1)
     relevant = [{int(rng.integers(200)): 1, int(rng.integers(200)): 2} for _ in range(9)]
     whole = retrieval_scores(scores, relevant)
-    monkeypatch.setattr(metrics, "SCORES_PER_CHUNK", 400)  # two queries a chunk
+    monkeypatch.setattr(ranking_metrics, "SCORES_PER_CHUNK", 400)  # two queries a chunk
     assert retrieval_scores(scores, relevant) == pytest.approx(whole, abs=1e-12)
 
 

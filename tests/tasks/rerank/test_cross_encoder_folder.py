@@ -9,7 +9,8 @@ from tiny_cross_encoder import PAIRS, logits, make_cross_encoder
 
 import bert_tf
 from bert_tf.tasks.registry import task_of_folder
-from bert_tf.tasks.rerank.cross_encoder_folder import is_cross_encoder_folder, write_cross_encoder_folder
+from bert_tf.tasks.rerank.cross_encoder_folder import is_cross_encoder_folder
+from bert_tf.tasks.rerank.task import RerankTask
 from bert_tf.tasks.rerank.model import BertReranker
 
 sentence_transformers = pytest.importorskip("sentence_transformers")
@@ -43,7 +44,7 @@ def test_a_cross_encoder_saved_by_sentence_transformers_reads_as_a_reranker_with
 def test_a_reranker_written_by_bert_tf_reads_in_sentence_transformers_with_the_same_scores(saved, tmp_path):
     folder, _ = saved
     model = bert_tf.load_model_directory(folder).model
-    out = write_cross_encoder_folder(model, tmp_path / "written", seq_length=40)
+    out = RerankTask.folder_format.write(model, tmp_path / "written", seq_length=40)
     config = json.loads((out / "config.json").read_text())
     assert config["architectures"] == ["BertForSequenceClassification"] and config["id2label"] == {"0": "LABEL_0"}
     assert is_cross_encoder_folder(out)

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from bert_tf.tasks.embedding.retrieval_data import RetrievalSet
+from bert_tf.retrieval.retrieval_set import RetrievalSet
 from bert_tf.tasks.rerank.data import read_rerank_file
 from bert_tf.tasks.rerank.metrics import ranking_scores
 from bert_tf.tasks.rerank.ranking import first_stage_candidates, listed_pairs
