@@ -102,7 +102,8 @@ def built_in_finetune_tasks(registry: str = "bert_tf/tasks/registry.py") -> tupl
 
 def built_in_folder_formats(registry: str = "bert_tf/tasks/registry.py") -> tuple[str, ...]:
     """The names of the built-in tasks' folder formats (`Task.folder_format`: `FolderFormat("NAME", ...)`, assigned in
-    the module the task imports it from), in the registry's order, read from the sources.
+    the module the task imports it from, or to the class in the task's own module), in the registry's order, read
+    from the sources.
 
     Example:
         >>> built_in_folder_formats()[0]
@@ -110,10 +111,22 @@ def built_in_folder_formats(registry: str = "bert_tf/tasks/registry.py") -> tupl
     """
     names = []
     for task, module in _built_in_task_classes(registry):
-        value = _class_attribute(task, "folder_format")
-        if isinstance(value, ast.Name):
+        value = _class_attribute(task, "folder_format") or _set_after_the_class(task, module, "folder_format")
+        if isinstance(value, ast.Call):  # FolderFormat("NAME", ...) made in the task's module
+            names.append(value.args[0].value)
+        elif isinstance(value, ast.Name):
             source = _imported_modules(_module_tree(module))[value.id]
             [made] = [node.value for node in _module_tree(source).body if isinstance(node, ast.Assign)
                       and [getattr(target, "id", None) for target in node.targets] == [value.id]]
             names.append(made.args[0].value)
     return tuple(names)
+
+
+def _set_after_the_class(task: ast.ClassDef, module, attribute: str):
+    """The value a module-level `Task.attribute = value` gives the class `task` in `module`'s source, else None."""
+    for node in _module_tree(module).body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(target, ast.Attribute) and target.attr == attribute
+                and isinstance(target.value, ast.Name) and target.value.id == task.name for target in node.targets):
+            return node.value
+    return None
