@@ -99,7 +99,7 @@ def _requested(args) -> dict:
 def run_search(args) -> None:
     if args.top_k is not None and args.top_k < 1:
         raise ValueError(f"--top-k must be at least 1, got {args.top_k}.")
-    found, top_k = _served(args) if args.server else _local(args)
+    found, top_k, mode = _served(args) if args.server else _local(args)
     if args.top_k is not None and args.top_k > top_k:
         raise ValueError(f"--top-k {args.top_k} is more than the index's {top_k} (bert-tf index --top-k).")
     shown = args.top_k or top_k
@@ -107,10 +107,12 @@ def run_search(args) -> None:
     first_stage = found["first_stage_scores"] if reranked else found["scores"]
     for query, ids, scores, first_scores, texts in zip(args.queries, found["ids"], found["scores"], first_stage,
                                                        found["texts"]):
+        found_rows = zip(ids[:shown], scores[:shown], first_scores[:shown], texts[:shown])
+        if mode == "lexical":  # BM25 scores 0 a document without a word of the query: not found
+            found_rows = [row for row in found_rows if row[2] > 0]
         results = [{"rank": rank, "score": float(score), **({"first_stage_score": float(first)} if reranked else {}),
                     "id": identifier.decode("utf-8"), "text": text.decode("utf-8")}
-                   for rank, (identifier, score, first, text) in enumerate(
-                       zip(ids[:shown], scores[:shown], first_scores[:shown], texts[:shown]), start=1)]
+                   for rank, (identifier, score, first, text) in enumerate(found_rows, start=1)]
         if args.json:
             print(json.dumps({"query": query, "results": results}, ensure_ascii=False))
             continue
@@ -118,9 +120,12 @@ def run_search(args) -> None:
         for result in results:
             first = f"\t{result['first_stage_score']:.4f}" if reranked else ""
             print(f"  {result['rank']}\t{result['score']:.4f}{first}\t{result['id']}\t{result['text']}")
+        if not results:
+            print("  no document shares a word with this query")
 
 
-def _local(args) -> tuple[dict, int]:
+def _local(args) -> tuple[dict, int, str]:
+    """What the index answers, its top-k and the search mode."""
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the tokenizer's ops, before the SavedModel loads)
 
@@ -140,10 +145,11 @@ def _local(args) -> tuple[dict, int]:
     found = loaded.signatures["serving_default"](
         text=tf.constant(args.queries), mode=tf.constant(inputs["mode"]), fusion=tf.constant(inputs["fusion"]),
         dense_weight=tf.constant(inputs["dense_weight"], tf.float32))
-    return {name: value.numpy() for name, value in found.items()}, int(info["top_k"])
+    return {name: value.numpy() for name, value in found.items()}, int(info["top_k"]), inputs["mode"]
 
 
-def _served(args) -> tuple[dict, int]:
+def _served(args) -> tuple[dict, int, str]:
+    """What the server answers, the index's top-k and the search mode."""
     import numpy as np
 
     from serving.client.grpc_client import GrpcClient
@@ -156,5 +162,6 @@ def _served(args) -> tuple[dict, int]:
     top_k = int(info["top_k"][0])
     optional = {name: np.float32(value) if name == "dense_weight" else value
                 for name, value in _requested(args).items()}
+    mode = args.mode or info["mode"][0].decode()
     with GrpcClient(args.server, model_name=args.model, timeout_s=60) as client:
-        return client.predict({"text": args.queries, **optional}), top_k
+        return client.predict({"text": args.queries, **optional}), top_k, mode

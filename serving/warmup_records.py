@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import numpy as np
@@ -81,4 +82,17 @@ def _records(path: Path):
         except StopIteration:
             return
         except tf.errors.OpError as error:
-            raise type(error)(error.node_def, error.op, f"{path}: {error.message}") from None
+            raise type(error)(error.node_def, error.op, f"{path}: {_without_graph_names(error.message)}") from None
+
+
+def _without_graph_names(message: str) -> str:
+    """TensorFlow's error message without the names of the graph that raised it, which say nothing about the file:
+    "{{function_node __wrapped__IteratorGetNext...}} truncated record at 916' failed with Read less bytes than
+    requested [Op:IteratorGetNext] name: " -> "truncated record at 916' failed with Read less bytes than requested".
+
+    Example:
+        >>> _without_graph_names("{{function_node __wrapped__X}} corrupted record at 0 [Op:X] name: ")
+        'corrupted record at 0'
+    """
+    message = re.sub(r"\{\{function_node [^}]*\}\}", "", message)
+    return re.sub(r"\s*\[Op:\w+\](\s*name:.*)?$", "", message, flags=re.S).strip()

@@ -193,3 +193,16 @@ def test_a_lexical_index_needs_no_model(corpus, tmp_path, capsys):
         ask(loaded, QUERIES, mode="dense")
     with pytest.raises(ValueError, match="An index without a model searches by words only"):
         export_search_index(None, corpus, tmp_path, "words", progress=False)
+
+
+def test_search_by_words_shows_only_documents_that_share_a_word(corpus, tmp_path, capsys):
+    """BM25 scores 0 for a document without a word of the query: `bert-tf search` does not list it as found (it did,
+    with score 0.0000: "Beyonce" on SciFact listed three unrelated abstracts)."""
+    assert main(["index", "--lexical-only", "--corpus", str(corpus), "--out", str(tmp_path), "--name", "words",
+                 "--top-k", "3", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["search", "--model", str(tmp_path / "words"), "--json", "london", "zebra"]) == 0
+    answers = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [[result["id"] for result in answer["results"]] for answer in answers] == [["d3"], []]
+    assert main(["search", "--model", str(tmp_path / "words"), "zebra"]) == 0
+    assert capsys.readouterr().out == "zebra\n  no document shares a word with this query\n"
