@@ -288,9 +288,10 @@ def installed_rows(folder: Path, work: Path, scorer: Scorer, in_process) -> dict
 
 
 def run_all(settings: Settings, work: Path) -> dict:
-    """Every job not kept from an earlier run, `JOBS` at a time: the installed model scored by each framework and
-    the mining, then the fine-tuning runs seed by seed (every start's first seed first: a run stopped early still
-    covers them all). With `RECORDED_ONLY`, no job: the runs kept so far, and those missing."""
+    """Every job not kept from an earlier run, `JOBS` at a time: the installed model scored by each framework, the
+    mining, and the fine-tuning runs seed by seed (every start's first seed first: a run stopped early still covers
+    them all), each as soon as its framework's mined rows are there. With `RECORDED_ONLY`, no job: the runs kept so
+    far, and those missing."""
     for name in ("logs", "models", "matrices"):
         (work / name).mkdir(parents=True, exist_ok=True)
     folder = split_folder(settings, work)
@@ -306,8 +307,9 @@ def run_all(settings: Settings, work: Path) -> dict:
     missing = [key for key, (start, init, contender, seed) in wanted.items() if key not in results
                or results[key]["flags"] != finetune_flags(start, init, mined_files(work)[contender], seed, work)]
 
-    def train(key: str) -> None:
+    def train(key: str, mined) -> None:
         start, init, contender, seed = wanted[key]
+        mined.result()  # its training rows (a job taken before this one: no wait on a job not yet started)
         print(f"{key}: running", flush=True)
         result = run_trained(start, init, contender, seed, folder, work, scorer, in_process)
         print(f"{key}: nDCG@10 {result['retrieval']['ndcg@10']:.2f} ({result['wall_seconds']:.0f} s)", flush=True)
@@ -317,12 +319,12 @@ def run_all(settings: Settings, work: Path) -> dict:
 
     if not RECORDED_ONLY:
         with ThreadPoolExecutor(JOBS) as pool:
-            first = [pool.submit(installed_matrix, contender, folder, work, scorer, in_process)
-                     for contender in ("sentence_transformers", "bert_tf")]
-            first += [pool.submit(mine, contender, folder, work) for contender in ("sentence_transformers", "bert_tf")]
-            for job in first:
-                job.result()
-            for job in [pool.submit(train, key) for key in missing]:
+            jobs = [pool.submit(installed_matrix, contender, folder, work, scorer, in_process)
+                    for contender in ("sentence_transformers", "bert_tf")]
+            mining = {contender: pool.submit(mine, contender, folder, work)
+                      for contender in ("sentence_transformers", "bert_tf")}
+            jobs += [*mining.values(), *(pool.submit(train, key, mining[wanted[key][2]]) for key in missing)]
+            for job in jobs:
                 job.result()
         missing = []
     else:
