@@ -288,9 +288,10 @@ def installed_rows(folder: Path, work: Path, scorer: Scorer, in_process) -> dict
 
 
 def run_all(settings: Settings, work: Path) -> dict:
-    """Every job not kept from an earlier run, `JOBS` at a time: the installed model scored by each framework and
-    the mining, then the fine-tuning runs seed by seed (every start's first seed first: a run stopped early still
-    covers them all). With `RECORDED_ONLY`, no job: the runs kept so far, and those missing."""
+    """Every job not kept from an earlier run, `JOBS` at a time: the installed model scored by each framework, the
+    mining, and the fine-tuning runs seed by seed (every start's first seed first: a run stopped early still covers
+    them all), each as soon as its framework's mined rows are there. With `RECORDED_ONLY`, no job: the runs kept so
+    far, and those missing."""
     for name in ("logs", "models", "matrices"):
         (work / name).mkdir(parents=True, exist_ok=True)
     folder = split_folder(settings, work)
@@ -306,8 +307,9 @@ def run_all(settings: Settings, work: Path) -> dict:
     missing = [key for key, (start, init, contender, seed) in wanted.items() if key not in results
                or results[key]["flags"] != finetune_flags(start, init, mined_files(work)[contender], seed, work)]
 
-    def train(key: str) -> None:
+    def train(key: str, mined) -> None:
         start, init, contender, seed = wanted[key]
+        mined.result()  # its training rows (a job taken before this one: no wait on a job not yet started)
         print(f"{key}: running", flush=True)
         result = run_trained(start, init, contender, seed, folder, work, scorer, in_process)
         print(f"{key}: nDCG@10 {result['retrieval']['ndcg@10']:.2f} ({result['wall_seconds']:.0f} s)", flush=True)
@@ -317,26 +319,27 @@ def run_all(settings: Settings, work: Path) -> dict:
 
     if not RECORDED_ONLY:
         with ThreadPoolExecutor(JOBS) as pool:
-            first = [pool.submit(installed_matrix, contender, folder, work, scorer, in_process)
-                     for contender in ("sentence_transformers", "bert_tf")]
-            first += [pool.submit(mine, contender, folder, work) for contender in ("sentence_transformers", "bert_tf")]
-            for job in first:
-                job.result()
-            for job in [pool.submit(train, key) for key in missing]:
+            jobs = [pool.submit(installed_matrix, contender, folder, work, scorer, in_process)
+                    for contender in ("sentence_transformers", "bert_tf")]
+            mining = {contender: pool.submit(mine, contender, folder, work)
+                      for contender in ("sentence_transformers", "bert_tf")}
+            jobs += [*mining.values(), *(pool.submit(train, key, mining[wanted[key][2]]) for key in missing)]
+            for job in jobs:
                 job.result()
         missing = []
     else:
-        needed = [*mined_files(work).values(), *(work / "matrices" / f"installed_{contender}.npy"
-                                                 for contender in ("bert_tf", "sentence_transformers"))]
+        needed = [work / "matrices" / f"installed_{contender}.npy" for contender in ("bert_tf", "sentence_transformers")]
         if not all(path.exists() for path in needed):
             raise RuntimeError(f"nothing to report yet: {', '.join(str(path) for path in needed if not path.exists())} "
-                               "not made (the mining and the installed model's scoring come first)")
+                               "not made (the installed model's scoring comes first)")
     mined_rows = {contender: [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-                  for contender, path in mined_files(work).items()}
-    same = {(row["query"], row["positive"]): row for row in mined_rows["sentence_transformers"]}
-    agreeing = sum(same.get((row["query"], row["positive"])) is not None and all(
-        same[(row["query"], row["positive"])][f"negative_{n}"] == row[f"negative_{n}"]
-        for n in range(1, NEGATIVES + 1)) for row in mined_rows["bert_tf"])
+                  for contender, path in mined_files(work).items() if path.exists()}
+    agreeing = None
+    if len(mined_rows) == 2:
+        same = {(row["query"], row["positive"]): row for row in mined_rows["sentence_transformers"]}
+        agreeing = sum(same.get((row["query"], row["positive"])) is not None and all(
+            same[(row["query"], row["positive"])][f"negative_{n}"] == row[f"negative_{n}"]
+            for n in range(1, NEGATIVES + 1)) for row in mined_rows["bert_tf"])
     return {"runs": {key: results[key] for key in wanted if key not in missing}, "missing": missing,
             "installed": installed_rows(folder, work, scorer, in_process),
             "bm25": scorer.numbers(scorer.bm25_matrix),
@@ -402,6 +405,14 @@ def _mean_row(name: str, entry: dict) -> list[str]:
     return [name, *(f"{entry[metric]['mean']:.2f} ± {entry[metric]['std']:.2f}" for metric in METRICS)]
 
 
+def _mining_counts(split: dict) -> str:
+    rows = split["train_pairs"]
+    counts = "; ".join(f"{label}: {rows[contender]} rows" if contender in rows else f"{label}: not mined yet"
+                       for contender, label in (("bert_tf", "bert-tf"),
+                                                ("sentence_transformers", "sentence-transformers' `mine_hard_negatives`")))
+    return counts if split["same_negatives"] is None else f"{counts}, the same negatives in {split['same_negatives']} of them"
+
+
 def markdown(title: str, results: dict, settings: Settings) -> str:
     installed, split, summary, goal = results["installed"], results["split"], results["summaries"], results["target"]
     rows = [_row("BM25 (bm25s)", results["bm25"]),
@@ -435,17 +446,20 @@ def markdown(title: str, results: dict, settings: Settings) -> str:
                if results["missing"] else "")
     seeds = ", ".join(sorted({key.rsplit("/", 1)[1] for key in results["runs"]})) or "none"
     hours = sum(result["wall_seconds"] for result in results["runs"].values()) / 3600
+    runs = "No fine-tuning run finished yet." if not detail else f"""Each run ({JOBS} at a time; wall time {hours:.1f} h \
+in all, the scoring of the installed model and the mining not counted; load average after the run, 1/5/15 min):
+
+{markdown_table(["run", "nDCG@10", "Recall@100", "hybrid nDCG@10", "loss", "train s", "wall s", "load"], detail)}"""
     return f"""{title}{quick}{partial}
 
 SciFact (BEIR layout, `../shared/data/scifact`): dev split = the last {DEV_CLAIMS} of the 809 train claims by
 numeric id ({split['dev_claims']} claims here) against all {split['documents']:,} abstracts; training = the other
 claims' (claim, cited abstract) pairs with {NEGATIVES} hard negatives each, mined from all-MiniLM-L6-v2's candidates
-with a relative margin of {MINING['relative_margin']} (bert-tf: {split['train_pairs']['bert_tf']} rows;
-sentence-transformers' `mine_hard_negatives`: {split['train_pairs']['sentence_transformers']} rows, the same
-negatives in {split['same_negatives']} of them). Recipe: 1 epoch, batch {BATCH} in chunks of {MINI_BATCH} (cached
+with a relative margin of {MINING['relative_margin']} ({_mining_counts(split)}). Recipe: 1 epoch, batch {BATCH} in chunks of {MINI_BATCH} (cached
 in-batch negatives), texts cut at {TRAIN_LENGTH} tokens in training and {SCORING_LENGTH} in scoring, AdamW with 10%
 warm-up then linear decay, rate {LEARNING_RATES['minilm']:g} from all-MiniLM-L6-v2 and {LEARNING_RATES['bert_mini']:g}
-from BERT-Mini, scale 20; seeds {seeds} (mean ± std over them). Hybrid: reciprocal-rank fusion with BM25 (k {RRF_K}).
+from BERT-Mini, scale 20; seeds {seeds} (mean ± std over them). Hybrid: reciprocal-rank fusion with BM25 (k {RRF_K}) of the
+whole rankings (`bert-tf index` fuses each one's top 100).
 Scores × 100; nothing was tuned on the dev split (one recipe, fixed before the run).
 
 {markdown_table(["model", "nDCG@10", "MRR@10", "Recall@1", "Recall@10", "Recall@100"], rows)}
@@ -454,12 +468,9 @@ Scores × 100; nothing was tuned on the dev split (one recipe, fixed before the 
 
 {rule_line}
 
-Each run ({JOBS} at a time; wall time {hours:.1f} h in all, the scoring of the installed model and the mining not
-counted; load average after the run, 1/5/15 min):
-
-{markdown_table(["run", "nDCG@10", "Recall@100", "hybrid nDCG@10", "loss", "train s", "wall s", "load"], detail)}
+{runs}
 
 Commands (`"$WORK"/bert_tf_search_quality/scifact_split` is the split's BEIR folder the benchmark makes):
-`{results['mine_command']}`, then (seed {SEEDS[0]}; the others differ in `--seed` and `--out`):
+`{results['mine_command']}`{f", then (seed {SEEDS[0]}; the others differ in `--seed` and `--out`):" if commands else "."}
 {commands}
 """
