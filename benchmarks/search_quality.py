@@ -441,10 +441,11 @@ def markdown(title: str, results: dict, settings: Settings) -> str:
                          if key.endswith(f"/bert_tf/{SEEDS[0]}"))
     quick = ("\n\n**Quick mode: a few claims, a sub-corpus, one seed: the code runs, the figures mean nothing.**"
              if settings.quick else "")
-    partial = (f"\n\n**Partial: the runs recorded so far; not yet run: {', '.join(results['missing'])}** (the means are "
-               "over the seeds shown; `python -m benchmarks.run --only search_quality` goes on where it stopped)."
+    partial = (f"\n\n**Partial: the runs recorded so far; not yet run: {', '.join(results['missing'])}** (written by "
+               "`BERT_TF_SEARCH_RECORDED=1 python -m benchmarks.run --only search_quality` from what the full command "
+               "kept; the means are over the seeds shown; the full command goes on where it stopped)."
                if results["missing"] else "")
-    seeds = ", ".join(sorted({key.rsplit("/", 1)[1] for key in results["runs"]})) or "none"
+    seeds = ", ".join(sorted({key.rsplit("/", 1)[1] for key in results["runs"]})) or "none finished yet"
     hours = sum(result["wall_seconds"] for result in results["runs"].values()) / 3600
     runs = "No fine-tuning run finished yet." if not detail else f"""Each run ({JOBS} at a time; wall time {hours:.1f} h \
 in all, the scoring of the installed model and the mining not counted; load average after the run, 1/5/15 min):
@@ -472,5 +473,4 @@ Scores × 100; nothing was tuned on the dev split (one recipe, fixed before the 
 
 Commands (`"$WORK"/bert_tf_search_quality/scifact_split` is the split's BEIR folder the benchmark makes):
 `{results['mine_command']}`{f", then (seed {SEEDS[0]}; the others differ in `--seed` and `--out`):" if commands else "."}
-{commands}
-"""
+{commands}""".rstrip() + "\n"
