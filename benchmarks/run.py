@@ -23,6 +23,7 @@ Benchmarks (each a module of this package with `run(settings) -> BenchmarkResult
   embedding_speed    text → vector, BERT-base: bert-tf against sentence-transformers and ONNX Runtime; served; search
   search_quality     SciFact dev claims: BM25, all-MiniLM-L6-v2 installed and fine-tuned on mined hard negatives (bert-tf
                      against sentence-transformers), BERT-Mini, hybrids with BM25 (hours)
+  served_fusion      hybrid search as the index serves it (each side's top 100, rrf and weighted) on search_quality's split
   replicas    fine-tuning on 2 replicas (2 logical CPUs) against one device: steps/s, the same loss and weights
   one_text_race  the real-sentence race on this CPU: each precision's exports against its fastest peer, 1 and 32 per call
 
@@ -66,6 +67,7 @@ BENCHMARKS = {
     "embedding_quality": "embedding_quality",
     "embedding_speed": "embedding_speed",
     "search_quality": "search_quality",
+    "served_fusion": "served_fusion",
     "replicas": "replicas",
     "one_text_race": "one_text_race",
 }
