@@ -22,7 +22,6 @@ import tempfile
 from pathlib import Path
 
 import keras
-import numpy as np
 import tensorflow as tf
 import tokenizers
 

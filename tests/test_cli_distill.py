@@ -2,7 +2,6 @@
 layer and into a random narrower one, the student served by every path like a fine-tuned model, NER and SQuAD
 teachers distilled too, and bad combinations refused in one line."""
 
-import json
 import re
 
 import pytest

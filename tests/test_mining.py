@@ -132,3 +132,30 @@ def test_mined_rows_train_with_several_negatives_and_cached_in_batch_negatives(t
                  "--learning-rate", "1e-3", "--seq-length", "16"]) == 0
     history = json.loads((tmp_path / "trained" / "bert_tf.json").read_text())["training"]["history"]
     assert np.isfinite(history["loss"]).all()
+
+
+def test_bm25_candidates_are_bm25s_best_documents_after_the_positive(tmp_path, capsys):
+    """`bert-tf mine --candidates bm25` from the command line: no model, and each row's negatives are bm25s's best
+    scored documents for the query (stop words removed, as the index's BM25), the positives and repeats left out."""
+    bm25s = pytest.importorskip("bm25s")
+    folder = tmp_path / "beir"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "text": text}) + "\n"
+                                                 for i, text in enumerate(DOCUMENTS[:-1])))
+    (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": f"q{i}", "text": text}) + "\n"
+                                                  for i, text in enumerate(QUERIES)))
+    (folder / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
+        f"q{q}\td{d}\t1\n" for q, group in enumerate(POSITIVES) for d in group))
+    mined = tmp_path / "mined.jsonl"
+    assert main(["mine", "--data", str(folder), "--candidates", "bm25", "--out", str(mined), "--num-negatives", "2",
+                 "--no-progress"]) == 0
+    assert "Wrote 5 rows of 2 hard negatives" in capsys.readouterr().out
+    index = bm25s.BM25(k1=1.5, b=0.75)
+    index.index(bm25s.tokenize(DOCUMENTS[:-1], stopwords="en", show_progress=False), show_progress=False)
+    for row in (json.loads(line) for line in mined.read_text().splitlines()):
+        query = QUERIES.index(row["query"])
+        scores = index.get_scores(bm25s.tokenize([row["query"]], stopwords="en", return_ids=False,
+                                                 show_progress=False)[0])
+        order = [d for d in np.argsort(-scores, kind="stable") if d not in POSITIVES[query]]
+        assert [row["negative_1"], row["negative_2"]] == [DOCUMENTS[d] for d in order[:2]]
+        np.testing.assert_allclose(row["scores"][1:], scores[order[:2]], rtol=1e-4)

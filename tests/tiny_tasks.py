@@ -10,7 +10,6 @@ import contextlib
 import json
 import sys
 
-import keras
 import numpy as np
 import tensorflow as tf
 

@@ -81,6 +81,11 @@ class BM25Index:
         """float32 [queries, documents]: every document's BM25 score for each query."""
         return self._scorer().scores(tf.constant(queries, tf.string)).numpy()
 
+    def pair_scores(self, queries: list[str], indices: np.ndarray) -> np.ndarray:
+        """The BM25 score of each query for the document of the same row of `indices` (int [queries]), float32."""
+        indices = np.asarray(indices, np.int64)
+        return np.take_along_axis(self.scores(list(queries)), indices[:, None], axis=1)[:, 0]
+
     def search(self, queries: list[str], top_k: int) -> tuple[np.ndarray, np.ndarray]:
         """(indices int32 [queries, k], scores float32 [queries, k]) of the best `top_k` documents (all, if fewer),
         best first; of equal scores, the lower index first."""

@@ -54,7 +54,7 @@ class DenseIndex:
             scores[start:start + QUERY_BLOCK] = np.take_along_axis(block, order, axis=1)
         return indices, scores
 
-    def scores(self, queries: list[str], indices: np.ndarray) -> np.ndarray:
+    def pair_scores(self, queries: list[str], indices: np.ndarray) -> np.ndarray:
         """The cosine of each query with the document of the same row of `indices` (int [queries]), float32."""
         return np.sum(_unit(self.embed(list(queries))) * self.vectors[np.asarray(indices)], axis=-1)
 

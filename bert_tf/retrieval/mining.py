@@ -13,8 +13,8 @@ the first `range_min` of them skipped; `sampling` "top" takes the next `num_nega
 pair is a row: the query, the positive, `negative_1` ... `negative_N` and `scores` (the positive's score, then each
 negative's: what MarginMSE distillation reads), the columns `bert-tf finetune --task embed` reads.
 
-Margins need the positive's score for the query, which the retriever must give (`scores(queries, indices)`:
-the dense index does; a retriever without it mines without margins).
+Margins need the positive's score for the query, which the retriever must give (`pair_scores(queries, indices)`:
+the dense and the BM25 index do; a retriever without it mines without margins).
 
 Example:
     >>> import numpy as np
@@ -102,7 +102,7 @@ def mine_hard_negatives(queries: list[str], positives: list[list[int]], document
     if len(queries) != len(positives) or not all(positives):
         raise ValueError("mine_hard_negatives: every query needs one positive or more (positives[i] for queries[i]).")
     margins = settings.absolute_margin is not None or settings.relative_margin is not None
-    if margins and not hasattr(retriever, "scores"):
+    if margins and not hasattr(retriever, "pair_scores"):
         raise ValueError(f"Margins compare each candidate with the positive's score, which {type(retriever).__name__} "
                          "does not give: mine without margins, or with a model's candidates.")
     first = _first_of_each_text(documents)
@@ -152,10 +152,10 @@ def mine_hard_negatives(queries: list[str], positives: list[list[int]], document
 
 
 def _positive_scores(queries, positives, retriever, indices, scores) -> list[list[float | None]]:
-    """Per query, the retriever's score of each positive: `retriever.scores`, else its score among the candidates
+    """Per query, the retriever's score of each positive: `retriever.pair_scores`, else its score among the candidates
     (None where it is not among them)."""
-    if hasattr(retriever, "scores"):
-        flat = retriever.scores([query for query, group in zip(queries, positives) for _ in group],
+    if hasattr(retriever, "pair_scores"):
+        flat = retriever.pair_scores([query for query, group in zip(queries, positives) for _ in group],
                                 np.array([index for group in positives for index in group]))
         flat = iter(np.asarray(flat, np.float32).tolist())
         return [[next(flat) for _ in group] for group in positives]

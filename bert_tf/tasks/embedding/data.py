@@ -27,7 +27,7 @@ import itertools
 import math
 from pathlib import Path
 
-from bert_tf.tasks.data_rows import read_rows
+from bert_tf.tasks.data_rows import read_rows, row_texts
 from bert_tf.text_files import existing_file, json_kind, utf8_lines
 
 KINDS = ("scored", "pairs", "sentences")
