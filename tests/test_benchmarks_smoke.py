@@ -21,6 +21,7 @@ def test_a_section_is_replaced_and_the_others_are_kept():
     assert "second run" in second and "first run" not in second and second.count("## Encoder inference") == 1
 
 
+@pytest.mark.slow
 def test_quick_inference_benchmark_writes_its_section_and_json(tmp_path):
     assert benchmark_suite.main(["--quick", "--only", "inference", "--output-dir", str(tmp_path)]) == 0
     results = (tmp_path / "RESULTS.md").read_text(encoding="utf-8")
@@ -83,6 +84,7 @@ def test_serving_load_writes_the_direct_call_and_one_row_per_transport(tmp_path)
     assert all(row["requests"] == 4 and row["errors"] == 0 and row["requests_per_s"] > 0 for row in rows)
 
 
+@pytest.mark.slow
 def test_serving_load_of_a_preset_with_batching_has_its_own_section_and_the_target_line(tmp_path):
     from benchmarks import serving_load
     from benchmarks.settings import Settings

@@ -30,6 +30,7 @@ def hf_source(tmp_path_factory):
     return model, directory
 
 
+@pytest.mark.slow
 def test_convert_hf_to_keras_and_back(tmp_path, hf_source):
     model, source = hf_source
     result = run_cli("convert", "--from", source, "--to", tmp_path / "keras", "--format", "keras")
@@ -97,6 +98,7 @@ def pretraining_source(tmp_path_factory):
     return directory
 
 
+@pytest.mark.slow
 def test_convert_keeps_the_pretraining_heads_and_hf_writes_them_back(tmp_path, pretraining_source):
     """`convert` of a BertForPreTraining folder kept the encoder only, so fill-mask on the result failed; its Hugging
     Face output named no head in `architectures` and was readable by its owner only (0600)."""
@@ -145,6 +147,7 @@ def test_convert_of_an_encoder_says_which_heads_it_drops(tmp_path, pretraining_s
     assert isinstance(bert_tf.load_model_directory(tmp_path / "keras").model, BertModel)
 
 
+@pytest.mark.slow
 def test_convert_keeps_a_fine_tuned_models_head(tmp_path):
     """A fine-tuned model converts whole: to Hugging Face as its task's BertFor* class (head and label names),
     to bert-tf as the same task model; the encoder alone would lose what fine-tuning learned."""
@@ -174,6 +177,7 @@ def test_convert_keeps_a_fine_tuned_models_head(tmp_path):
     np.testing.assert_array_equal(loaded.model(ids), classifier(ids))
 
 
+@pytest.mark.slow
 def test_convert_reads_a_transformers_classifier_whole(tmp_path):
     """A transformers BertForSequenceClassification folder converts to a bert-tf classifier (head, label names)
     that `predict` and `export` take as it is; its logits equal transformers'."""

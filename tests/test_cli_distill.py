@@ -31,6 +31,7 @@ def distill(files, out, *student):
                  "--dev", str(files["dev"]), "--out", str(out), *TRAINING, *student])  # the case's flags last: they win
 
 
+@pytest.mark.slow
 def test_a_student_of_the_teachers_layers_keeps_its_task_and_serves_like_any_model(sentiment, tmp_path, capsys):
     out = tmp_path / "student"
     assert distill(sentiment, out, "--student", "teacher", "--student-layers", "1", "--temperature", "3",
@@ -60,6 +61,7 @@ def test_a_student_of_the_teachers_layers_keeps_its_task_and_serves_like_any_mod
     assert (tmp_path / "models" / "student" / "1" / "model.tflite").is_file()
 
 
+@pytest.mark.slow
 def test_unlabeled_text_is_labelled_by_the_teacher(sentiment, tmp_path, capsys):
     from bert_tf.prediction import Predictor
 
@@ -108,6 +110,7 @@ def test_augmented_copies_of_the_training_texts_are_labelled_by_the_teacher(sent
     assert config_from_args(args) == config  # the command line makes the same run
 
 
+@pytest.mark.slow
 def test_a_random_start_learns_at_its_sizes_rate_and_a_larger_student_is_warned_about(sentiment, tmp_path, caplog):
     """The README's `--student tiny` learnt at 1e-4 (the rate of trained small models) and collapsed to one class."""
     assert main(["distill", "--teacher", str(sentiment["dir"] / "teacher"), "--train", str(sentiment["train"]),

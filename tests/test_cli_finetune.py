@@ -32,6 +32,7 @@ def finetune(workdir, task, train, *options):
     return out
 
 
+@pytest.mark.slow
 def test_classify_pairs_evaluate_and_predict(workdir, capsys):
     train = workdir / "pairs.tsv"
     train.write_text(MRPC_STYLE)

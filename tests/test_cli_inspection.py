@@ -72,6 +72,7 @@ def test_embed_sentence_and_token_vectors(capsys, caplog, tmp_path, pretrainer_d
     assert [t["token"] for t in records[0]["tokens"]][:3] == ["[CLS]", "i", "opened"]
 
 
+@pytest.mark.slow
 def test_embed_reads_texts_from_the_command_line_and_stdin(capsys, tmp_path, pretrainer_dir, monkeypatch):
     """As `predict` does (it took --in FILE only)."""
     import io
@@ -92,6 +93,7 @@ def test_embed_reads_texts_from_the_command_line_and_stdin(capsys, tmp_path, pre
     assert code == 2 and "text 1 holds a line break" in err
 
 
+@pytest.mark.slow
 def test_embed_text_pairs(capsys, tmp_path, pretrainer_dir):
     from bert_tf import TextEmbedder, load_embedder
 

@@ -82,6 +82,7 @@ def test_an_id_is_echoed_where_an_input_line_has_one(tmp_path, monkeypatch, caps
     assert answer["id"] == 3 and "text" in answer
 
 
+@pytest.mark.slow
 def test_each_result_leads_with_its_input(tmp_path, monkeypatch, capsys, models):
     """As Hugging Face's pipelines answer: the input beside its result, so that a line of output stands alone."""
     monkeypatch.setattr("sys.stdin", io.StringIO("a film\tgreat\n"))
@@ -106,6 +107,7 @@ def test_text_lines_from_stdin(monkeypatch, capsys, models):
     # lines are skipped
 
 
+@pytest.mark.slow
 def test_pairs_as_tsv_and_as_jsonl(tmp_path, monkeypatch, capsys, models):
     expected = Predictor(models["pairs"]).classify(TEXTS, PAIRS)
     monkeypatch.setattr("sys.stdin", io.StringIO("".join(f"{a}\t{b}\n" for a, b in zip(TEXTS, PAIRS))))
@@ -194,6 +196,7 @@ def test_input_is_streamed_in_batches():
     assert output.getvalue().splitlines() == [json.dumps({"text": "x" * n, "label": str(n)}) for n in range(1, 6)]
 
 
+@pytest.mark.slow
 def test_predict_reads_an_export_as_evaluate_does(models, capsys, tmp_path):
     """An export (its version folder, or its model folder: the highest version) is served on 127.0.0.1 for the run and
     answers as the model directory it came from."""

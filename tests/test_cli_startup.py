@@ -83,6 +83,7 @@ def bert_tf_command(*args):
     return subprocess.run([str(BERT_TF), *map(str, args)], capture_output=True, text=True, env=env, timeout=300)
 
 
+@pytest.mark.slow
 def test_commands_are_quiet_unless_verbose(classifier_dir):
     result = bert_tf_command("predict", "--model", classifier_dir, "the film was great")
     assert result.returncode == 0, result.stderr
@@ -95,6 +96,7 @@ def test_commands_are_quiet_unless_verbose(classifier_dir):
     assert re.search(r"^[IWE]\d{4} ", result.stderr, re.MULTILINE), result.stderr  # TensorFlow's own lines, as before
 
 
+@pytest.mark.slow
 def test_library_imports_are_quiet():
     """A user's `import bert_tf` (or of a client, or the TFLite runner), and TensorFlow's first op after it, print none
     of TensorFlow's native start-up lines; errors still show, and TF_CPP_MIN_LOG_LEVEL=0 keeps them all."""
@@ -214,6 +216,7 @@ def test_one_name_for_one_thing_old_spellings_still_work_unshown(tmp_path):
         assert "(embed only)" not in model_help and "SavedModel" not in model_help, command
 
 
+@pytest.mark.slow
 def test_a_script_that_fits_and_predicts_prints_no_tensorflow_info_lines():
     """`import bert_tf`, then a first fit and predict (XLA compiles: "I0000 ... XLA service ... initialized",
     "Compiled cluster using XLA!"): no TensorFlow info line on stderr, unless TF_CPP_MIN_LOG_LEVEL=0 asks for them."""

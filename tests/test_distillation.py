@@ -151,6 +151,7 @@ def test_fit_lowers_the_distillation_loss(head):
     assert losses[-1] < 0.7 * losses[0] and {"soft_loss", "hard_loss"} <= set(history.history)
 
 
+@pytest.mark.slow
 def test_fit_brings_a_narrower_students_layers_towards_the_teachers():
     rng = np.random.default_rng(2)
     ids = rng.integers(5, 30, size=[16, 8]).astype(np.int32)

@@ -79,6 +79,7 @@ def test_sentence_vectors_match_unpadded_reference(encoder, tokenizer, embedder,
         np.testing.assert_allclose(vector, expected, atol=2e-5)
 
 
+@pytest.mark.slow
 def test_normalize_and_skip_special_tokens(encoder, tokenizer, embedder):
     texts = TEXTS[:2]
     plain = embedder.embed(texts)
@@ -196,6 +197,7 @@ PAIRS = [("who sat on the bank ?", "we sat on the river bank ."), ("i opened", "
 
 
 @pytest.mark.parametrize("pooling", ["cls", "mean"])
+@pytest.mark.slow
 def test_text_pairs_are_encoded_together_as_bert_reads_them(encoder, tokenizer, embedder, pooling):
     """[CLS] first [SEP] second [SEP] with segment ids 0 then 1, batched with padding = each pair alone."""
     paired = text_embedder(encoder, tokenizer, pooling=pooling, batch_size=2)
@@ -213,6 +215,7 @@ def test_text_pairs_are_encoded_together_as_bert_reads_them(encoder, tokenizer, 
     assert np.abs(joined - vectors).max() > 1e-3
 
 
+@pytest.mark.slow
 def test_text_pairs_from_a_dataset_and_their_errors(embedder, caplog, encoder, tokenizer):
     import tensorflow as tf
 

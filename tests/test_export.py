@@ -189,6 +189,7 @@ NER_LABELS = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
 NER_TEXTS = ["who lives in paris ?", "Where\u00a0is  Berlin", "the movies", "zzz", "the film " * 20]
 
 
+@pytest.mark.slow
 def test_ner_export_tags_words_as_the_prediction_pipeline_does(vocab_file, tmp_path):
     from bert_tf.prediction import Predictor
 

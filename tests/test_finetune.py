@@ -38,6 +38,7 @@ def collapse_warnings(caplog) -> list[str]:
             if record.name == "bert_tf.training.finetune" and record.levelname == "WARNING"]
 
 
+@pytest.mark.slow
 def test_classification_learns_keeps_the_best_epoch_and_saves_everything(files, tmp_path, caplog):
     result = finetune(config(files, tmp_path, settings={"class_weights": True}), progress=False)
     assert collapse_warnings(caplog) == []
@@ -82,6 +83,7 @@ def test_the_saved_model_is_its_weights_without_the_optimizers_state(files, tmp_
     assert type(directory.model.optimizer).__name__ == "Adam" and int(directory.model.optimizer.iterations) == 0
 
 
+@pytest.mark.slow
 def test_focal_loss_takes_the_class_weights_and_early_stopping_stops(files, tmp_path):
     settings = config(files, tmp_path, settings={"focal_loss": True, "class_weights": True}, learning_rate=1e-9, epochs=5,
                       early_stopping_patience=1)
@@ -176,6 +178,7 @@ def test_multi_label_from_jsonl(files, tmp_path):
     assert model.mode == "multi_label" and model.label_names == ["neg", "plot", "pos"]
 
 
+@pytest.mark.slow
 def test_label_names_name_the_classes_by_id(files, tmp_path):
     """`--label-names negative,positive`: the file's labels 0/1 are ids; the model predicts the names."""
     result = finetune(config(files, tmp_path, epochs=1, label_names=("negative", "positive")), progress=False)
@@ -226,6 +229,7 @@ def test_config_checks_settings():
             FinetuneConfig(task=task, train_file="t", output_dir="o", init="tiny", settings={field: float("nan")})
 
 
+@pytest.mark.slow
 def test_training_data_gives_the_batches_fit_trains_on_in_order(files, tmp_path, monkeypatch):
     """A reference framework trains on `training_data(config, ...)`'s batches (benchmarks/quality.py): they must be
     those `finetune`'s `model.fit` consumes, epoch after epoch (with bucketing, a reshuffle per epoch, a subset)."""

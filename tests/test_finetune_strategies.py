@@ -139,6 +139,7 @@ def test_two_replicas_distil_as_one_device(files, teacher, tmp_path):
     assert_same_training(one, two, atol=5e-5)
 
 
+@pytest.mark.slow
 def test_gradient_accumulation_of_k_batches_is_one_batch_k_times_larger(files, tmp_path):
     from bert_tf.training.finetune import finetune
     from bert_tf.training.finetune_config import FinetuneConfig
@@ -243,6 +244,7 @@ def test_sigterm_to_one_worker_stops_both_after_the_same_step_and_they_say_how_t
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_mixed_precision_and_xla_train_and_the_model_loads(files, tmp_path):
     """Under mixed_bfloat16, with XLA, on `mirrored` with this process's single CPU (one replica: allowed)."""
     from bert_tf.training.finetune import finetune

@@ -103,6 +103,7 @@ def test_pairs_are_cut_longest_first_and_recorded(pair_model):
     assert sum(a + b > SEQ_LENGTH - 3 for a, b in lengths) >= 10  # truncation matters for many dev pairs
 
 
+@pytest.mark.slow
 def test_predict_evaluate_served_and_tflite_answers_agree(pair_model, tmp_path, capsys):
     model_dir, rows, dev = pair_model
     texts, pairs, labels = (list(column) for column in zip(*rows))
@@ -133,6 +134,7 @@ def test_predict_evaluate_served_and_tflite_answers_agree(pair_model, tmp_path, 
 
 
 @pytest.mark.parametrize("quantize", ["bf16", "int8"])
+@pytest.mark.slow
 def test_quantized_versions_serve_the_float32_labels(pair_model, tmp_path, capsys, quantize):
     """`bert-tf export --quantize` (a bfloat16 SavedModel; int8: model.tflite), served by the development server:
     the labels of the float32 model, also for a text over the byte budget (cut alike on every path)."""
@@ -156,6 +158,7 @@ def test_quantized_versions_serve_the_float32_labels(pair_model, tmp_path, capsy
                                [[a["probabilities"][n] for n in names] for a in local], atol=0.02, rtol=0)
 
 
+@pytest.mark.slow
 def test_the_readme_ten_line_model_works_with_every_command(tmp_path, capsys):
     vocab = write_vocab(tmp_path)
     encoder = bert_tf.BertModel(bert_tf.BertConfig.from_json_file(write_bert_config(tmp_path)))
@@ -231,6 +234,7 @@ def write_conll_sentences(path, sentences):
     return path
 
 
+@pytest.mark.slow
 def test_ner_tags_of_long_sentences_agree_on_every_path(tmp_path, capsys):
     train = write_conll_sentences(tmp_path / "train.txt", long_ner_sentences(48, seed=3))
     dev_sentences = long_ner_sentences(16, seed=4)
@@ -277,6 +281,7 @@ def long_squad_json(paragraphs: int, seed: int) -> dict:
     return {"version": "1.1", "data": [{"title": "long", "paragraphs": data}]}
 
 
+@pytest.mark.slow
 def test_squad_answers_over_many_windows_agree_on_every_path(tmp_path, capsys):
     train, dev = tmp_path / "train.json", tmp_path / "dev.json"
     train.write_text(json.dumps(long_squad_json(12, seed=5)))

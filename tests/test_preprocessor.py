@@ -171,6 +171,7 @@ def test_keras_config_round_trip(tokenizer):
     assert _as_lists(restored(segments)) == _as_lists(preprocessor(segments))
 
 
+@pytest.mark.slow
 def test_saved_model_reloads_in_a_fresh_process(tokenizer, tmp_path):
     preprocessor = BertPreprocessor(tokenizer, seq_length=8)
 

@@ -51,6 +51,7 @@ def wait_for(condition, what, timeout=180):
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_resume_continues_step_counter_and_optimizer_state(tmp_path):
     output = finish(start_worker(tmp_path, 6, "default", "--stop-after", 4))
     assert "FINISHED step=4" in output
@@ -70,6 +71,7 @@ def test_resume_continues_step_counter_and_optimizer_state(tmp_path):
     assert json.loads((tmp_path / "pretraining_config.json").read_text())["num_train_steps"] == 6
 
 
+@pytest.mark.slow
 def test_the_seed_makes_a_run_reproducible_weights_and_dropout_included(tmp_path):
     """Same seed, same weights after training with dropout (in process, one device); another seed differs."""
     import bert_tf
@@ -93,6 +95,7 @@ def test_the_seed_makes_a_run_reproducible_weights_and_dropout_included(tmp_path
                            first["encoder/layer_0/attention/self/query/kernel"])
 
 
+@pytest.mark.slow
 def test_sigterm_saves_the_current_step_and_the_next_run_resumes_from_it(tmp_path):
     process = start_worker(tmp_path, 5000, "default", "--checkpoint-every", 1000)
     for line in process.stdout:
@@ -112,6 +115,7 @@ def test_sigterm_saves_the_current_step_and_the_next_run_resumes_from_it(tmp_pat
     assert f"FINISHED step={stopped + 2}" in output
 
 
+@pytest.mark.slow
 def test_sigkill_at_a_random_moment_resumes_from_the_newest_intact_checkpoint(tmp_path):
     """Killed at a seeded random moment, right as a checkpoint write has begun (its ckpt-N_temp/ appeared)."""
     checkpoints = tmp_path / "checkpoints"
@@ -133,6 +137,7 @@ def test_sigkill_at_a_random_moment_resumes_from_the_newest_intact_checkpoint(tm
     assert not list(checkpoints.glob("*_temp*"))
 
 
+@pytest.mark.slow
 def test_mirrored_strategy_on_two_logical_cpus_matches_one_device(tmp_path):
     finish(start_worker(tmp_path / "one", 3, "default", "--weights-out", tmp_path / "one.npz"))
     output = finish(start_worker(tmp_path / "two", 3, "mirrored", "--logical-cpus", 2,
@@ -152,6 +157,7 @@ def free_port():
         return sock.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_multi_worker_mirrored_strategy_two_local_workers(tmp_path):
     ports = [free_port(), free_port()]
     workers = []

@@ -42,6 +42,7 @@ def collect(dataset, batches):
     return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
 
 
+@pytest.mark.slow
 def test_feature_shapes_and_packing(corpus):
     files, vocab = corpus
     batch = next(iter(pretraining_dataset(files, vocab, seq_length=32, max_predictions_per_seq=5, batch_size=4, seed=1)))
@@ -80,6 +81,7 @@ def test_masking_statistics(corpus):
     assert 1 - as_mask - unchanged == pytest.approx(0.1, abs=0.02)
 
 
+@pytest.mark.slow
 def test_masks_differ_between_passes_over_the_same_data(corpus):
     files, vocab = corpus
     masker = MlmMasker(Vocabulary.from_file(vocab), max_predictions_per_seq=8)
@@ -92,6 +94,7 @@ def test_masks_differ_between_passes_over_the_same_data(corpus):
     assert not np.array_equal(*passes)
 
 
+@pytest.mark.slow
 def test_whole_word_masking_never_splits_a_word(corpus):
     files, vocab = corpus
     features = collect(pretraining_dataset(files, vocab, 64, 20, batch_size=32, seed=7, whole_word_masking=True), 10)
@@ -149,6 +152,7 @@ def test_missing_files_are_clear_errors(tmp_path, corpus):
         pretraining_dataset([str(tmp_path / "missing.txt")], vocab)
 
 
+@pytest.mark.slow
 def test_next_sentence_labels_are_balanced(corpus):
     files, vocab = corpus
     # Chunks of one sentence are always NotNext (as in google-research/bert), so the share sits
@@ -160,6 +164,7 @@ def test_next_sentence_labels_are_balanced(corpus):
     assert labels.mean() == pytest.approx(0.5, abs=0.03)
 
 
+@pytest.mark.slow
 def test_pretrain_command_trains_and_writes_a_model(tmp_path, corpus):
     import subprocess
     import sys

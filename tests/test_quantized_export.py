@@ -28,6 +28,7 @@ def ner_dir(tmp_path_factory):
                                    task="ner", seq_length=SEQ_LENGTH)
 
 
+@pytest.mark.slow
 def test_an_int8_ner_version_takes_the_windows_the_float32_model_makes(ner_dir, tmp_path):
     """TFLite cannot window long texts: the int8 ner model's serving_default takes ids; fed the float32
     SavedModel's `preprocess` windows it tags them as the float32 `serve_ids` does."""
@@ -54,6 +55,7 @@ def test_predicting_text_from_an_int8_ner_version_says_why_it_takes_ids(ner_dir,
     assert "takes token ids (an int8 (TFLite) export, which cannot window long texts; serve the float32" in line
 
 
+@pytest.mark.slow
 def test_a_bf16_version_computes_in_bfloat16_and_answers_in_float32(ner_dir, tmp_path):
     servable = load_servable(export_saved_model(ner_dir, tmp_path, "ner", quantize="bf16"), 1)
     outputs = servable.predict("serving_default", {"text": np.array([b"the film was great"], dtype=object)})
@@ -66,6 +68,7 @@ def test_a_bf16_version_computes_in_bfloat16_and_answers_in_float32(ner_dir, tmp
     assert tf.bfloat16.as_datatype_enum in matmul_dtypes
 
 
+@pytest.mark.slow
 def test_a_version_holding_both_files_serves_its_saved_model_unless_told(ner_dir, tmp_path):
     version = export_saved_model(ner_dir, tmp_path, "ner")
     shutil.copy(export_saved_model(ner_dir, tmp_path, "ner", quantize="int8") / "model.tflite", version)
@@ -125,6 +128,7 @@ def test_every_served_version_refuses_ids_outside_the_vocabulary_alike(ner_dir, 
         assert re.search(message, refused.value.details()), (kind, refused.value.details())
 
 
+@pytest.mark.slow
 def test_serve_says_which_versions_of_which_models_it_serves_and_in_what_precision(ner_dir, tmp_path, caplog):
     import logging
 
@@ -148,6 +152,7 @@ def test_serve_says_which_versions_of_which_models_it_serves_and_in_what_precisi
         "gather index out of bounds. Node number 2 (GATHER) failed to invoke."
 
 
+@pytest.mark.slow
 def test_export_and_serve_of_a_bf16_version_warn_on_a_cpu_without_bfloat16_units(ner_dir, tmp_path, caplog,
                                                                                   monkeypatch):
     import logging

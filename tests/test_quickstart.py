@@ -4,6 +4,8 @@ import shutil
 import sys
 from pathlib import Path
 
+import pytest
+
 from bert_tf_cli import main
 from bert_tf_cli.quickstart import STAGES
 
@@ -15,6 +17,7 @@ def assert_every_stage_passed(output):
         assert "| passed |" in row, row
 
 
+@pytest.mark.slow
 def test_quickstart_runs_every_stage_and_again_in_the_same_directory(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: None)  # `bert-tf` not on PATH, as after `make demo`
     assert main(["quickstart", "--fast", "--out", str(tmp_path)]) == 0

@@ -23,6 +23,7 @@ def reranker_dir(tmp_path_factory):
         yield model_dir
 
 
+@pytest.mark.slow
 def test_the_served_scores_are_the_keras_model_scores(reranker_dir, tmp_path):
     expected = np.stack([local_scores(reranker_dir, query, documents) for query, documents in zip(QUERIES, DOCUMENTS)])
     version = export_saved_model(reranker_dir, tmp_path, "reranker")

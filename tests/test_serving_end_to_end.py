@@ -91,6 +91,7 @@ def grpc_client(server):
         yield client
 
 
+@pytest.mark.slow
 def test_grpc_and_rest_answers_equal_the_keras_model(server, grpc_client, classifier, preprocessor):
     expected = keras_probabilities(classifier, preprocessor, TEXTS)
     assert set(expected.argmax(axis=1)) == {0, 1}  # trained: not one answer for everything
@@ -183,6 +184,7 @@ def _json_inputs(inputs):
     return {name: np.asarray(value).tolist() for name, value in inputs.items()}
 
 
+@pytest.mark.slow
 def test_a_new_version_is_picked_up(model_dir, vocab_file, preprocessor, tmp_path):
     base = tmp_path / "models"
     export_saved_model(model_dir, base, NAME)

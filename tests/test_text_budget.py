@@ -31,6 +31,7 @@ def model_directory(task, tmp_path):
 
 
 @pytest.mark.parametrize("task", ["classify", "ner", "squad"])
+@pytest.mark.slow
 def test_predict_and_the_saved_model_agree_on_texts_past_the_budget(task, tmp_path):
     from bert_tf.prediction import Predictor
 

@@ -206,6 +206,7 @@ def test_encoder_text_model_matches_the_saved_model(vocab_file, tmp_path):
 
 
 @pytest.mark.parametrize("task", ["ner", "squad"])
+@pytest.mark.slow
 def test_windowed_tasks_refuse_a_text_model_and_convert_with_ids(task, vocab_file, tmp_path):
     """NER and SQuAD read long inputs in several windows, which TFLite cannot: no one-window text model
     that would silently differ from the SavedModel; the ids model equals the SavedModel's serve_ids."""

@@ -52,6 +52,7 @@ def embed_vectors(tmp_path, name, *argv):
 
 
 @pytest.mark.parametrize("width", [16, 8])  # 8: a distilled student, its projection into its teacher's 16 values
+@pytest.mark.slow
 def test_embed_gives_the_same_vectors_from_the_directory_and_from_its_export(tmp_path, capsys, width):
     vocab = write_vocab(tmp_path)
     keras.utils.set_random_seed(5)

@@ -143,6 +143,7 @@ STS_TRAIN = [("good film", "great film", 5.0), ("good film", "bad film", 0.5), (
              ("bad plot", "awful plot", 4.0), ("fine film", "poor plot", 1.0), ("nice plot", "sad film", 0.0)]
 
 
+@pytest.mark.slow
 def test_cosent_training_raises_the_spearman_it_is_scored_on(tmp_path, capsys):
     """CoSENT on a tiny random encoder: the dev Spearman (here the training pairs) goes up from where the same start
     scores untrained (a rate too small to move it), and evaluate reads back the same score from the saved model."""

@@ -93,6 +93,7 @@ def long_texts() -> list[str]:
     return texts + ["filmsssssssssssssssss  the\tfilm", "\u200b " * 20 + "paris", "who lives in paris ?"]
 
 
+@pytest.mark.slow
 def test_the_saved_model_tags_every_word_as_the_prediction_pipeline(tmp_path):
     from bert_tf.prediction import Predictor
 

@@ -41,6 +41,7 @@ def test_a_cross_encoder_saved_by_sentence_transformers_reads_as_a_reranker_with
     np.testing.assert_allclose(_scores(directory.model), expected, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_reranker_written_by_bert_tf_reads_in_sentence_transformers_with_the_same_scores(saved, tmp_path):
     folder, _ = saved
     model = bert_tf.load_model_directory(folder).model
