@@ -27,7 +27,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import math
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +42,7 @@ from bert_tf.tasks.embedding.metrics import format_sts, sts_scores
 from bert_tf.tasks.embedding.model import BertEmbedder
 from bert_tf.tasks.embedding.sentence_transformers_folder import SENTENCE_TRANSFORMERS_FOLDER
 from bert_tf.tasks.embedding.settings import EmbeddingSettings
+from bert_tf.tasks.group_batches import shuffled_group_batches
 from bert_tf.tasks.text_serving import text_packer
 
 SCORED_LOSSES = ("cosent", "cosine")
@@ -227,17 +227,9 @@ class EmbeddingTask(FinetuneTask):
         """Batches of (ids [batch, texts, longest], labels [batch]), shuffled anew every epoch; no bucketing (in-batch
         negatives want batches of any lengths)."""
         dataset, _ = self.dataset(data)
-        pack = text_packer(self.tokenizer, self.spec, padding="longest")
-
-        def grouped(texts, labels):
-            shape = tf.shape(texts)
-            ids = pack([tf.reshape(texts, [-1])])
-            return {name: tf.reshape(value, [shape[0], shape[1], -1]) for name, value in ids.items()}, labels
-
-        batches = dataset.shuffle(len(data.labels), seed=seed, reshuffle_each_iteration=True).batch(batch_size)
-        batches = batches.map(grouped, num_parallel_calls=tf.data.AUTOTUNE)
-        count = math.ceil(len(data.labels) / batch_size)
-        return batches.apply(tf.data.experimental.assert_cardinality(count)).prefetch(tf.data.AUTOTUNE)
+        return shuffled_group_batches(dataset, len(data.labels), batch_size, seed,
+                                      lambda texts, labels: ([tf.reshape(texts, [-1])], labels),
+                                      text_packer(self.tokenizer, self.spec, padding="longest"))
 
     def prediction_batches(self, data, batch_size):
         """The ids of each distinct text of `data`, in order (`outputs`: its vector), each batch padded to its longest."""

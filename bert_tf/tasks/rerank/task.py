@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +29,7 @@ import tensorflow as tf
 
 from bert_tf.retrieval.retrieval_set import RetrievalSet, read_retrieval_set
 from bert_tf.tasks.base import FinetuneTask, FolderFormat
+from bert_tf.tasks.group_batches import shuffled_group_batches
 from bert_tf.tasks.rerank.cross_encoder_folder import (SIGMOID, is_cross_encoder_folder, read_cross_encoder_folder,
                                                        write_cross_encoder_folder)
 from bert_tf.tasks.rerank.data import RerankExamples, read_rerank_file
@@ -146,18 +146,13 @@ class RerankTask(FinetuneTask):
         if not isinstance(data, GroupData):
             return self.prediction_batches(data, batch_size)
         dataset, _ = self.dataset(data)
-        pack = text_packer(self.tokenizer, self.spec, padding="longest")
 
-        def grouped(queries, documents, labels):
-            shape = tf.shape(documents)
-            repeated = tf.reshape(tf.repeat(queries[:, None], shape[1], axis=1), [-1])
-            ids = pack([repeated, tf.reshape(documents, [-1])])
-            return {name: tf.reshape(value, [shape[0], shape[1], -1]) for name, value in ids.items()}, labels
+        def pairs(queries, documents, labels):  # the query beside each of its documents
+            repeated = tf.repeat(queries[:, None], tf.shape(documents)[1], axis=1)
+            return [tf.reshape(repeated, [-1]), tf.reshape(documents, [-1])], labels
 
-        batches = dataset.shuffle(len(data.labels), seed=seed, reshuffle_each_iteration=True).batch(batch_size)
-        batches = batches.map(grouped, num_parallel_calls=tf.data.AUTOTUNE)
-        count = math.ceil(len(data.labels) / batch_size)
-        return batches.apply(tf.data.experimental.assert_cardinality(count)).prefetch(tf.data.AUTOTUNE)
+        return shuffled_group_batches(dataset, len(data.labels), batch_size, seed, pairs,
+                                      text_packer(self.tokenizer, self.spec, padding="longest"))
 
     def prediction_batches(self, data, batch_size):
         """The ids of each pair of `data` (a `RankingData`), in order, each batch padded to its longest."""
