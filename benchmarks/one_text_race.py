@@ -149,7 +149,7 @@ def run(settings: Settings) -> BenchmarkResult:
         if not any(name in timings for name in PEERS["bf16"]):
             heading += " (no bf16 peer on this CPU: OpenVINO's bf16 needs bfloat16 units)"
         parts += [f"### {heading}",
-                  markdown_table(["contender", "precision", "sentences/s, wall clock (loaded)",
+                  markdown_table(["contender", "precision", "sentences/s, wall clock",
                                   "sentences/s, CPU time", "max |Δ logit| vs the float32 SavedModel"], rows),
                   markdown_table(["target", "contenders", "× wall clock", "× CPU time", "bound", ""],
                                  targets(timings, avx512))]

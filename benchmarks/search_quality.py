@@ -179,15 +179,15 @@ def _unit(vectors) -> np.ndarray:
     return vectors / np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12)
 
 
-def run_reference(recipe: dict, log: Path) -> dict:
-    """The result of `benchmarks.search_quality_reference` on `recipe`; one kept from a run of the same recipe reused."""
+def run_reference(recipe: dict, log: Path, module: str = "benchmarks.search_quality_reference") -> dict:
+    """The result of the reference script `module` on `recipe`; one kept from a run of the same recipe reused."""
     config, out = log.with_suffix(".config.json"), log.with_suffix(".json")
     text = json.dumps(recipe, indent=2)
     if out.exists() and config.exists() and config.read_text(encoding="utf-8") == text:
         return json.loads(out.read_text(encoding="utf-8"))
     out.unlink(missing_ok=True)
     config.write_text(text, encoding="utf-8")
-    run_command([sys.executable, "-m", "benchmarks.search_quality_reference", "--config", str(config),
+    run_command([sys.executable, "-m", module, "--config", str(config),
                  "--out", str(out)], log)
     return json.loads(out.read_text(encoding="utf-8"))
 
