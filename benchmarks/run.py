@@ -24,6 +24,7 @@ Benchmarks (each a module of this package with `run(settings) -> BenchmarkResult
   search_quality     SciFact dev claims: BM25, all-MiniLM-L6-v2 installed and fine-tuned on mined hard negatives (bert-tf
                      against sentence-transformers), BERT-Mini, hybrids with BM25 (hours)
   served_fusion      hybrid search as the index serves it (each side's top 100, rrf and weighted) on search_quality's split
+  search_speed       hybrid search served: the index of BM25 + all-MiniLM-L6-v2 at 5k, 100k and 1M documents, 16 clients
   rerank_quality     the served hybrid's top 100 reranked by cross-encoders from all-MiniLM-L6-v2 and BERT-Mini (bert-tf
                      against sentence-transformers' CrossEncoder), search_quality's split (hours)
   replicas    fine-tuning on 2 replicas (2 logical CPUs) against one device: steps/s, the same loss and weights
@@ -70,6 +71,7 @@ BENCHMARKS = {
     "embedding_speed": "embedding_speed",
     "search_quality": "search_quality",
     "served_fusion": "served_fusion",
+    "search_speed": "search_speed",
     "rerank_quality": "rerank_quality",
     "replicas": "replicas",
     "one_text_race": "one_text_race",
