@@ -113,6 +113,21 @@ def bert_tf_scores(model_dir: Path, pairs: Path) -> np.ndarray:
                                     batch_size=SCORING_BATCH, verbose=0), np.float32).reshape(-1)
 
 
+def int8_scores(model_dir: Path, pairs: Path, depth: int, scratch: Path) -> np.ndarray:
+    """float32 [pairs]: the reranker's int8 `model.tflite` (`bert-tf export --quantize int8`) on each claim's `depth`
+    candidates, one claim per call, in order."""
+    from serving.export.saved_model import export_saved_model
+    from serving.tflite_runner import TfliteModel
+
+    rows = [json.loads(line) for line in pairs.read_text(encoding="utf-8").splitlines()]
+    model = TfliteModel(export_saved_model(model_dir, scratch, "int8", quantize="int8") / "model.tflite",
+                        num_threads=os.cpu_count() or 1)
+    scores = [model.run({"query": [rows[start]["query"]], "document": [[row["document"] for row in
+                                                                        rows[start:start + depth]]]})["score"]
+              for start in range(0, len(rows), depth)]
+    return np.concatenate(scores, axis=None).astype(np.float32)
+
+
 def run_trained(start: str, init: str, contender: str, seed: int, work: Path, pairs: Path, scorer, fused,
                 chosen) -> dict:
     """One reranker trained and scored on the candidates."""
@@ -128,6 +143,10 @@ def run_trained(start: str, init: str, contender: str, seed: int, work: Path, pa
         np.save(scores_file, bert_tf_scores(work / "models" / f"rerank_{start}_{seed}", pairs))
         extra = {"epoch_losses": training["history"]["loss"], "train_seconds": training["train_seconds"],
                  "score_seconds": time.perf_counter() - scoring}
+        if seed == SEEDS[0]:  # the int8 export's loss, measured once per start
+            with tempfile.TemporaryDirectory(prefix="rerank-int8-") as scratch:
+                int8 = int8_scores(work / "models" / f"rerank_{start}_{seed}", pairs, chosen.shape[1], Path(scratch))
+            extra["int8_retrieval"] = scorer.numbers(reranked_matrix(fused, chosen, int8.reshape(chosen.shape)))
     else:
         from bert_tf.checkpoints.installed import installed_model_folder
 
@@ -220,6 +239,10 @@ def markdown(title: str, results: dict, settings: Settings) -> str:
     target = ("not judged: no bert-tf run finished yet" if not ours else
               f"{'**met**' if max(ours) - first >= TARGET_POINTS else '**not met**'}: the best bert-tf reranker "
               f"{max(ours):.2f}, {max(ours) - first:+.2f} on the first stage ({first:.2f})")
+    int8 = [f"{NAMES[key.rsplit('/', 1)[0]]} (seed {key.rsplit('/', 1)[1]}): nDCG@10 "
+            f"{result['int8_retrieval']['ndcg@10']:.2f} against float32's {result['retrieval']['ndcg@10']:.2f} "
+            f"({result['int8_retrieval']['ndcg@10'] - result['retrieval']['ndcg@10']:+.2f})"
+            for key, result in sorted(results["runs"].items()) if "int8_retrieval" in result]
     verdict = summary.get("rule")
     rule_line = ("not judged, a contender's runs missing" if verdict is None else
                  f"bert-tf − sentence-transformers = {verdict['difference']:+.2f}, bound {verdict['bound']:.2f}: "
@@ -254,6 +277,9 @@ both frameworks). Seeds: {', '.join(sorted({key.rsplit('/', 1)[1] for key in res
 Target (issue 46: reranking ≥ first stage + {TARGET_POINTS:g} nDCG@10): {target}.
 
 Rule (all-MiniLM-L6-v2 reranker, nDCG@10): {rule_line}.
+
+The int8 `model.tflite` (`bert-tf export --quantize int8`, one claim and its candidates per call) of each start's
+first seed: {'; '.join(int8) if int8 else 'not measured yet'}.
 
 {runs}
 

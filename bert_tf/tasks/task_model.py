@@ -93,11 +93,21 @@ class BertTaskModel(keras.Model, metaclass=abc.ABCMeta):
         return self._preprocessor
 
     def call(self, inputs, training=None):
+        if isinstance(inputs, dict) and inputs["input_word_ids"].shape.rank == 3:
+            return self.grouped_call(inputs, training=training)
         if isinstance(inputs, (list, tuple)) or (isinstance(inputs, tf.Tensor) and inputs.dtype == tf.string):
             inputs = self.text_preprocessor()(list(inputs) if isinstance(inputs, (list, tuple)) else [inputs])
         # The encoder's method of that name computes only what the head reads (bert_tf.model.BertModel).
         features = getattr(self.encoder, self.encoder_output)(inputs, training=training)
         return self.head(features, inputs, training=training)
+
+    def grouped_call(self, inputs, training=None):
+        """Ids [batch, group, seq] (each example's texts or pairs together, as training on groups feeds them): every
+        row through `call` at once, the outputs [batch, group, ...]."""
+        shape = tf.shape(inputs["input_word_ids"])
+        outputs = self.call({name: tf.reshape(value, [-1, shape[2]]) for name, value in inputs.items()},
+                            training=training)
+        return tf.reshape(outputs, tf.concat([shape[:2], tf.shape(outputs)[1:]], 0))
 
     def __call__(self, inputs, *args, **kwargs):
         segments = None if contains_tensors(inputs) else text_segments(inputs)

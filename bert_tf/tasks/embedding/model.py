@@ -134,14 +134,6 @@ class BertEmbedder(BertTaskModel):
             self.projection.build((None, width))
         self.built = True
 
-    def call(self, inputs, training=None):
-        if not isinstance(inputs, dict) or inputs["input_word_ids"].shape.rank != 3:
-            return super().call(inputs, training=training)
-        shape = tf.shape(inputs["input_word_ids"])  # [batch, texts, seq]: every text of every example at once
-        flat = {name: tf.reshape(value, [-1, shape[2]]) for name, value in inputs.items()}
-        vectors = super().call(flat, training=training)
-        return tf.reshape(vectors, [shape[0], shape[1], self.embedding_size])
-
     def train_step(self, data):
         """Keras' step, or with `mini_batch_size` the cached one (`bert_tf.tasks.embedding.cached_step`): the same loss
         and gradients, in the memory of a batch of `mini_batch_size`."""

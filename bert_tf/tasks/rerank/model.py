@@ -58,13 +58,6 @@ class BertReranker(BertTaskModel):
         self.add_labelled_head(1, None, dropout, "outputs", (None, encoder.config.hidden_size))
         self.built = True
 
-    def call(self, inputs, training=None):
-        if not isinstance(inputs, dict) or inputs["input_word_ids"].shape.rank != 3:
-            return super().call(inputs, training=training)
-        shape = tf.shape(inputs["input_word_ids"])  # [batch, pairs, seq]: every pair of every example at once
-        flat = {name: tf.reshape(value, [-1, shape[2]]) for name, value in inputs.items()}
-        return tf.reshape(super().call(flat, training=training), [shape[0], shape[1]])
-
     def head(self, features, inputs, training=None):
         return tf.squeeze(self.classifier(self.dropout(features, training=training)), -1)
 
