@@ -20,7 +20,8 @@ bert-tf's `--loss listwise`), AdamW (weight decay 0.01) with 10% warm-up then li
 bert-tf: `bert-tf finetune --task rerank` then `BertReranker.predict` on the pairs; the reference:
 `benchmarks.rerank_quality_reference`. Rule (all-MiniLM-L6-v2): |mean(bert_tf) − mean(sentence_transformers)| ≤
 max(1 point, 2 × the larger std). Target (issue 46): reranking adds ≥ 2 nDCG@10 over the best first stage.
-Every finished run is kept in `WORK_DIR/rerank_results.json`, so the benchmark resumes where it stopped.
+Every finished run is kept in `WORK_DIR/rerank_results.json`, so the benchmark resumes where it stopped (on a new
+machine, from the runs its last section recorded).
 """
 
 from __future__ import annotations
@@ -172,7 +173,7 @@ def run_all(settings: Settings, work: Path) -> dict:
     chosen = candidates(fused, depth)
     pairs = pairs_file(scorer, chosen, work / f"rerank_pairs_{depth}.jsonl")
     results_file = work / "rerank_results.json"
-    results = json.loads(results_file.read_text()) if results_file.exists() else {}
+    results = search_quality.kept_runs(results_file, NAME, settings.quick)
     seeds = SEEDS[:1] if settings.quick else SEEDS
     starts = [("minilm", search_quality.PRESET, ("bert_tf", "sentence_transformers")),
               ("bert_mini", str(settings.data_file(*search_quality.BERT_MINI)), ("bert_tf",))]

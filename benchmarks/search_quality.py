@@ -25,7 +25,7 @@ queries.jsonl linked, nothing copied). Rows, nDCG@10 / MRR@10 / Recall@k × 100 
 Rule (fine-tuned all-MiniLM-L6-v2): |mean(bert_tf) − mean(sentence_transformers)| ≤ max(1 point, 2 × the larger
 std). Target (issue 44): the best bert-tf pipeline ≥ BM25 + 3 nDCG@10, and ahead of the installed model. Every finished
 run is kept in WORK_DIR/results.json with its flags, the mined rows and the installed model's scores beside it, so
-the benchmark resumes; `JOBS` jobs run at a time.
+the benchmark resumes (on a new machine, from the runs its last section recorded); `JOBS` jobs run at a time.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.report import BenchmarkResult, markdown_table, portable_command
+from benchmarks.report import RESULTS_JSON_DIR, BenchmarkResult, markdown_table, portable_command
 from benchmarks.seed_rule import mean_std, rule
 from benchmarks.settings import Settings
 
@@ -77,6 +77,17 @@ def run_command(command: list[str], log: Path) -> None:
         completed = subprocess.run(command, stdout=output, stderr=subprocess.STDOUT)
     if completed.returncode != 0:
         raise RuntimeError(f"{shlex.join(command)} failed ({completed.returncode}); see {log}")
+
+
+def kept_runs(results_file: Path, name: str, quick: bool) -> dict:
+    """The finished runs kept in the work folder; where it has none (a new machine), those the benchmark's last
+    section recorded (benchmarks/results/NAME.json), so that a stopped run resumes there too."""
+    if results_file.exists():
+        return json.loads(results_file.read_text(encoding="utf-8"))
+    recorded = RESULTS_JSON_DIR / f"{name}.json"
+    if quick or not recorded.exists():
+        return {}
+    return json.loads(recorded.read_text(encoding="utf-8")).get("runs", {})
 
 
 def split_folder(settings: Settings, work: Path) -> Path:
@@ -297,7 +308,7 @@ def run_all(settings: Settings, work: Path) -> dict:
     folder = split_folder(settings, work)
     scorer = Scorer(folder)
     results_file = work / "results.json"
-    results = json.loads(results_file.read_text()) if results_file.exists() else {}
+    results = kept_runs(results_file, NAME, settings.quick)
     seeds = SEEDS[:1] if settings.quick else SEEDS
     in_process, writing = threading.Lock(), threading.Lock()
     starts = [("minilm", PRESET, ("bert_tf", "sentence_transformers")),
