@@ -2,7 +2,7 @@
 `model.tflite` against sentence-transformers' `CrossEncoder` and ONNX Runtime on the same model; and the chained
 search index (hybrid first stage → the reranker on its top 100 → top 10) served under 1 and 16 gRPC clients.
 
-    python -m benchmarks.run --only rerank_speed           # ~40 minutes on 2 cores
+    python -m benchmarks.run --only rerank_speed           # ~1 hour on 2 quiet cores, 3 when loaded
     python -m benchmarks.run --only rerank_speed --quick   # 2 claims, 2 rounds, few served requests
 
 The model: a `BertReranker` on all-MiniLM-L6-v2 as installed (the preset `all-minilm-l6-v2`: 6 layers of 384) with
@@ -44,6 +44,7 @@ from typing import Callable
 
 import numpy as np
 import tensorflow as tf
+from tqdm import tqdm
 
 import bert_tf
 from benchmarks import search_speed
@@ -83,7 +84,8 @@ def reranking_work(settings: Settings, count: int):
     scifact = read_retrieval_set(settings.data_file(*SCIFACT), "train")
     claims = scifact.queries[:count]
     indices, _ = BM25Index(scifact.documents).search(claims, CANDIDATES)
-    return scifact, [(claim, [scifact.documents[index] for index in row]) for claim, row in zip(claims, indices.tolist())]
+    return scifact, [(claim, [scifact.documents[index] for index in row])
+                     for claim, row in zip(claims, indices.tolist())]
 
 
 def reranker_dir(directory: Path) -> Path:
@@ -181,7 +183,8 @@ def rank_correlations(scores: np.ndarray, reference: np.ndarray) -> np.ndarray:
 def agreement(calls: dict[str, Score], work) -> dict[str, dict]:
     """Per contender: the largest score difference from the float32 SavedModel's over every pair, and the lowest and
     the mean of the claims' rank correlations with it. The first call of each contender: the warm-up."""
-    scores = {name: np.stack([np.asarray(call(query, documents), np.float32) for query, documents in work])
+    scores = {name: np.stack([np.asarray(call(query, documents), np.float32)
+                              for query, documents in tqdm(work, desc=f"scores: {name}", leave=False)])
               for name, call in calls.items()}
     reference = scores[F32]
     out = {}
@@ -265,30 +268,39 @@ def run(settings: Settings) -> BenchmarkResult:
 
 def report(title, machine, work, agreed, timings, fused, built, served_rows, settings) -> BenchmarkResult:
     best = max(timing.median for timing in timings.values())
-    rows = [[name, PRECISION[name], rate_cell(timing, 2), f"{timing.median * CANDIDATES:,.0f}",
-             f"{timing.cpu_median:,.2f}", f"{timing.median / best:.2f}", f"{agreed[name]['max_difference']:.1e}",
-             f"{agreed[name]['lowest_rank_correlation']:.4f}"]
+    rows = [[name, PRECISION[name], rate_cell(timing, 2), f"{timing.median_seconds / len(work) * 1e3:,.0f}",
+             f"{timing.median * CANDIDATES:,.0f}", f"{timing.cpu_median:,.2f}", f"{timing.median / best:.2f}",
+             f"{agreed[name]['max_difference']:.1e}", f"{agreed[name]['lowest_rank_correlation']:.4f}"]
             for name, timing in sorted(timings.items(), key=lambda item: -item[1].median)]
     served = [[row["label"], f"{row['requests']:,}", f"{row['requests_per_s']:,.2f}", f"{row['p50_ms']:,.0f}",
                f"{row['p99_ms']:,.0f}", str(row["errors"])] for row in served_rows]
     quick = ("\n\n**Quick mode: 2 claims, 2 rounds, a few served requests: the code runs, the figures mean little.**"
              if settings.quick else "")
-    paragraphs = __doc__.split("\n\n")
+    paragraphs = [paragraph.strip() for paragraph in __doc__.split("\n\n")]
     fused_ops = ", ".join(f"{op} {count}" for op, count in fused.items())
     load = QUICK_LOAD if settings.quick else SERVED_LOAD
+    setting = " ".join([
+        f"Run on {cpu_words(machine)}, {usable_cores()} threads per runtime; load average at the start",
+        f"{'/'.join(f'{x:.1f}' for x in machine['load_average'])}. {len(work)} claims × {CANDIDATES} abstracts",
+        f"a round. Rates: queries (of {CANDIDATES} candidates) per second, median (quartiles) of the rounds'",
+        f"wall-clock rates; ms per query from the median round; pairs/s = queries/s × {CANDIDATES}; CPU time: from",
+        "the median CPU seconds of a round (every thread of this process), as if the process had every usable core",
+        "to itself, the figure a",
+        f"loaded machine disturbs less. ONNX Runtime's fused graph: {fused_ops}."])
+    served_setting = " ".join([
+        f"The index: {built['disk_bytes'] / 2**20:,.0f} MiB on disk, written in {built['write_seconds']:,.0f} s.",
+        f"Each row sends {load['requests']} requests in {load['rounds']} interleaved rounds (timing stopped after",
+        f"{load['max_seconds']} s), each request given {load['timeout_s']} s: 16 clients share the cores, so each",
+        "request waits for the others' reranking. With so few requests the p99 is close to the slowest one."])
     markdown = f"""{title}{quick}
 
 {paragraphs[2]}
 
-Run on {cpu_words(machine)}, {usable_cores()} threads per runtime; load average at the start
-{'/'.join(f'{x:.1f}' for x in machine['load_average'])}. {len(work)} claims × {CANDIDATES} abstracts per round.
-Rates: queries (of {CANDIDATES} candidates) per second, median (quartiles) of the rounds' wall-clock rates; pairs/s
-= that × {CANDIDATES}; CPU time: from the median CPU seconds of a round (every thread of this process), as if it had
-every usable core to itself, the figure a loaded machine disturbs less. ONNX Runtime's fused graph: {fused_ops}.
+{setting}
 
-{markdown_table(["contender", "precision", "queries/s, wall clock", "pairs/s", "queries/s, CPU time",
-                 "vs fastest", "max |Δ score| vs float32 SavedModel", "lowest rank correlation (Spearman, per claim)"],
-                rows)}
+{markdown_table(["contender", "precision", "queries/s, wall clock", "ms per query", "pairs/s",
+                 "queries/s, CPU time", "vs fastest", "largest score difference from the float32 SavedModel",
+                 "lowest rank correlation with it (Spearman, per claim)"], rows)}
 
 bert-tf against the fastest peer of each precision:
 
@@ -298,10 +310,7 @@ bert-tf against the fastest peer of each precision:
 
 {paragraphs[3]}
 
-The index: {built['disk_bytes'] / 2**20:,.0f} MiB on disk, written in {built['write_seconds']:,.0f} s. Each row sends
-{load['requests']} requests in {load['rounds']} interleaved rounds (stopped after {load['max_seconds']} s of timing),
-each request given {load['timeout_s']} s: 16 clients share the cores, so each waits for the others' reranking. With
-so few requests the p99 is close to the slowest one.
+{served_setting}
 
 {markdown_table(["what is timed", "requests", "queries/s", "p50 ms", "p99 ms", "errors"], served)}
 """
