@@ -27,6 +27,8 @@ Benchmarks (each a module of this package with `run(settings) -> BenchmarkResult
   search_speed       hybrid search served: the index of BM25 + all-MiniLM-L6-v2 at 5k, 100k and 1M documents, 16 clients
   rerank_quality     the served hybrid's top 100 reranked by cross-encoders from all-MiniLM-L6-v2 and BERT-Mini (bert-tf
                      against sentence-transformers' CrossEncoder), search_quality's split (hours)
+  rerank_speed       a query and its 100 candidates reranked per call (all-MiniLM-L6-v2's shape): bert-tf float32 and int8
+                     against sentence-transformers' CrossEncoder and ONNX Runtime; the chained index served, 16 clients
   replicas    fine-tuning on 2 replicas (2 logical CPUs) against one device: steps/s, the same loss and weights
   one_text_race  the real-sentence race on this CPU: each precision's exports against its fastest peer, 1 and 32 per call
 
@@ -73,6 +75,7 @@ BENCHMARKS = {
     "served_fusion": "served_fusion",
     "search_speed": "search_speed",
     "rerank_quality": "rerank_quality",
+    "rerank_speed": "rerank_speed",
     "replicas": "replicas",
     "one_text_race": "one_text_race",
 }

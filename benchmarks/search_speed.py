@@ -76,8 +76,9 @@ def embedding_seconds(spec, texts: list[str]) -> float:
     return (time.perf_counter() - started) / len(texts)
 
 
-def write_index(spec, size: int, texts: list[str], path: Path) -> dict:
-    """The hybrid index of `texts` with random unit vectors at `path`; its BM25 build time and memory."""
+def write_index(spec, size: int, texts: list[str], path: Path, reranker=None) -> dict:
+    """The hybrid index of `texts` with random unit vectors at `path` (its first stage's top 100 reranked by
+    `reranker`, a `reranker_spec`, if given); its BM25 build time and memory."""
     from bert_tf.retrieval.bm25 import BM25Index
     from serving.export.search_index import SearchSettings, write_search_index
 
@@ -88,23 +89,23 @@ def write_index(spec, size: int, texts: list[str], path: Path) -> dict:
     vectors /= np.linalg.norm(vectors, axis=-1, keepdims=True)
     ids = [str(index) for index in range(len(texts))]
     started = time.perf_counter()
-    write_search_index(spec, ids, texts, vectors, lexical, path, SearchSettings(mode="hybrid"))
+    write_search_index(spec, ids, texts, vectors, lexical, path, SearchSettings(mode="hybrid"), reranker=reranker)
     return {"bm25_seconds": bm25_seconds, "write_seconds": time.perf_counter() - started,
             "bm25_bytes": lexical.nbytes, "postings": len(lexical.weights), "words": len(lexical.vocabulary),
             "vector_bytes": vectors.nbytes,
             "disk_bytes": sum(file.stat().st_size for file in path.rglob("*") if file.is_file())}
 
 
-def served(base_path: Path, queries_file: Path, scratch: Path, settings: Settings) -> list[dict]:
+def served(base_path: Path, queries_file: Path, scratch: Path, settings: Settings, extra: tuple = ()) -> list[dict]:
     """`benchmarks.serving_load`'s rows (`Row.summary`) for the index's `hybrid` signature: the direct call and
-    `CLIENTS` kept gRPC clients."""
+    `CLIENTS` kept gRPC clients; `extra`: more of its flags, which override these (e.g. fewer requests)."""
     scratch.mkdir(parents=True)
     command = [sys.executable, "-m", "benchmarks.serving_load", "--model_base_path", str(base_path),
                "--model_name", base_path.name, "--signature_name", "hybrid", "--sentences", str(queries_file),
                "--sentence_count", str(QUERIES), "--clients", *map(str, CLIENTS), "--modes", "grpc-kept",
                "--requests", "160" if settings.quick else str(REQUESTS), "--rounds", "2" if settings.quick else
                str(ROUNDS), "--max_seconds", "60" if settings.quick else str(MAX_SECONDS),
-               "--results", str(scratch / "RESULTS.md")]
+               "--results", str(scratch / "RESULTS.md"), *extra]
     completed = subprocess.run(command, capture_output=True, text=True)
     if completed.returncode != 0:
         raise RuntimeError(f"benchmarks.serving_load failed ({completed.returncode}): {completed.stderr[-2000:]}")

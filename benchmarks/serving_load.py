@@ -36,8 +36,8 @@ batch's shape), its section named by preset, quantization, batching and
 `--tensorflow_intra_op_parallelism`, so that the runs of one model stand side by side; with
 batching and sentences, the section checks the target of 64 clients (≥ 0.8× the direct call's
 sentences/s, p99 ≤ batch_timeout + 2 direct calls, no errors). Every answer is compared with the
-direct call's outputs (a different one counts as an error), every request has a 30 s deadline (REST: a socket
-timeout), and the timed part stops at `--max_seconds`. CPU time per request is read from
+direct call's outputs (a different one counts as an error), every request has a deadline (`--timeout_s`, 30 s;
+REST: a socket timeout), and the timed part stops at `--max_seconds`. CPU time per request is read from
 /proc (Linux). The section `serving_load` of benchmarks/RESULTS.md (and
 results/serving_load.json) is replaced on each run.
 """
@@ -149,15 +149,16 @@ def read_sentences(path: Path, limit: int) -> list[str]:
 
 class RestTransport:
     """Predict requests over HTTP/1.1, request i with `bodies[i % len(bodies)]` (encoded once); `check(i, answer)`
-    raises WrongAnswer for a wrong one."""
+    raises WrongAnswer for a wrong one; each request is given `timeout_s` seconds."""
 
-    def __init__(self, port: int, model_name: str, bodies: list[bytes], check: Callable[[int, dict], None]):
+    def __init__(self, port: int, model_name: str, bodies: list[bytes], check: Callable[[int, dict], None],
+                 timeout_s: float = REQUEST_TIMEOUT_S):
         self.port = port
         self.path = f"/v1/models/{model_name}:predict"
-        self.bodies, self.check = bodies, check
+        self.bodies, self.check, self.timeout_s = bodies, check, timeout_s
 
     def connect(self) -> http.client.HTTPConnection:
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=REQUEST_TIMEOUT_S)
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout_s)
         connection.connect()
         return connection
 
@@ -180,11 +181,12 @@ class RestTransport:
 class GrpcTransport:
     """Predict calls, request i the message `requests[i % len(requests)]`; `check(i, response)` as RestTransport's."""
 
-    def __init__(self, target: str, requests: list, check: Callable[[int, object], None]):
+    def __init__(self, target: str, requests: list, check: Callable[[int, object], None],
+                 timeout_s: float = REQUEST_TIMEOUT_S):
         from tensorflow_serving.apis import prediction_service_pb2_grpc
 
         self.target = target
-        self.requests, self.check = requests, check
+        self.requests, self.check, self.timeout_s = requests, check, timeout_s
         self._stub = prediction_service_pb2_grpc.PredictionServiceStub
 
     def connect(self) -> tuple[grpc.Channel, Callable]:
@@ -192,7 +194,7 @@ class GrpcTransport:
         return channel, self._stub(channel).Predict
 
     def call(self, connection: tuple[grpc.Channel, Callable], keep_alive: bool, index: int = 0):
-        response = connection[1](self.requests[index % len(self.requests)], timeout=REQUEST_TIMEOUT_S)
+        response = connection[1](self.requests[index % len(self.requests)], timeout=self.timeout_s)
         self.check(index, response)
         return response
 
@@ -317,7 +319,7 @@ def server_round(row: Row, transport, count: int, deadline: float, server_pid: i
             try:
                 connection = transport.connect()
                 if isinstance(transport, GrpcTransport):
-                    grpc.channel_ready_future(connection[0]).result(timeout=REQUEST_TIMEOUT_S)
+                    grpc.channel_ready_future(connection[0]).result(timeout=transport.timeout_s)
                 kept.append(connection)
             except Exception as error:  # counted; this client sends nothing
                 row.errors.append(f"connect: {_describe(error)}")
@@ -436,9 +438,10 @@ def load_test(args, base_path: Path, grpc_port: int, rest_port: int, server_pid:
               for inputs in request_inputs]
     transports = {
         "rest": RestTransport(rest_port, args.model_name, bodies,
-                              checker(lambda answer: rest_json.decode_predict_response(answer, output_dtypes))),
+                              checker(lambda answer: rest_json.decode_predict_response(answer, output_dtypes)),
+                              args.timeout_s),
         "grpc": GrpcTransport(target, requests, checker(
-            lambda answer: {name: tf.make_ndarray(proto) for name, proto in answer.outputs.items()})),
+            lambda answer: {name: tf.make_ndarray(proto) for name, proto in answer.outputs.items()}), args.timeout_s),
     }
     if any(mode.startswith("inprocess") for mode in args.modes):
         served = load_servable(version, int(version.name),
@@ -566,7 +569,8 @@ def markdown(command: str, args, model: str, rows: list[Row], info: dict, starte
         + (f", TensorFlow intra-op threads {args.tensorflow_intra_op_parallelism}"
            if args.tensorflow_intra_op_parallelism else "")
         + "; clients are threads of "
-        f"the benchmark process; {args.requests:,} requests per row in {args.rounds} interleaved rounds"
+        f"the benchmark process; {args.requests:,} requests per row in {args.rounds} interleaved rounds, each request "
+        f"given {args.timeout_s:g} s"
         + (f" (**stopped by --max_seconds {args.max_seconds:g}**)" if stopped else "")
         + "; the direct call is one caller, call after call, with the server idle. Client CPU is this process's "
         "(threads, protocol, checking answers; for the direct call the model itself), server CPU the child's; "
@@ -596,6 +600,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seq_len", type=int, default=128)
     parser.add_argument("--warmup", type=int, default=20, help="untimed requests per transport and direct calls")
     parser.add_argument("--max_seconds", type=float, default=480, help="stop the timed part after this long")
+    parser.add_argument("--timeout_s", type=float, default=REQUEST_TIMEOUT_S,
+                        help=f"each request's deadline in seconds (default {REQUEST_TIMEOUT_S:g})")
     parser.add_argument("--sentences", type=Path,
                         help="one real sentence per request from this file (a TSV's first column, e.g. SST-2 dev.tsv)")
     parser.add_argument("--sentence_count", type=int, default=300, help="sentences of --sentences used (default 300)")

@@ -84,6 +84,19 @@ def test_serving_load_writes_the_direct_call_and_one_row_per_transport(tmp_path)
     assert all(row["requests"] == 4 and row["errors"] == 0 and row["requests_per_s"] > 0 for row in rows)
 
 
+def test_serving_load_gives_each_request_the_deadline_it_is_told(tmp_path):
+    import grpc
+
+    from benchmarks import serving_load
+
+    argv = ["--modes", "grpc-kept", "--clients", "1", "--requests", "2", "--rounds", "1", "--warmup", "1",
+            "--timeout_s", "0.000001", "--results", str(tmp_path / "RESULTS.md")]
+    with pytest.raises((TimeoutError, grpc.RpcError)) as raised:  # the warm-up's first request, past its deadline
+        serving_load.main(argv)
+    assert not isinstance(raised.value, grpc.RpcError) or raised.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert not (tmp_path / "RESULTS.md").exists()
+
+
 @pytest.mark.slow
 def test_serving_load_of_a_preset_with_batching_has_its_own_section_and_the_target_line(tmp_path):
     from benchmarks import serving_load
