@@ -2,13 +2,13 @@
 `model.tflite` against sentence-transformers' `CrossEncoder` and ONNX Runtime on the same model; and the chained
 search index (hybrid first stage → the reranker on its top 100 → top 10) served under 1 and 16 gRPC clients.
 
-    python -m benchmarks.run --only rerank_speed           # ~1 hour on 2 quiet cores, 3 when loaded
+    python -m benchmarks.run --only rerank_speed           # ~25 minutes on 2 quiet cores, more when loaded
     python -m benchmarks.run --only rerank_speed --quick   # 2 claims, 2 rounds, few served requests
 
 The model: a `BertReranker` on all-MiniLM-L6-v2 as installed (the preset `all-minilm-l6-v2`: 6 layers of 384) with
 a seeded random one-logit head, saved by `bert_tf.save_pretrained(task="rerank", seq_length=256)`: the shape and
 weights of a reranker trained from it (speed does not depend on the head's trained values); pairs cut at 256 tokens.
-The work: the first 20 SciFact train claims, each with BM25's top 100 of the 5,183 abstracts
+The work: the first 8 SciFact train claims, each with BM25's top 100 of the 5,183 abstracts
 (`bert_tf.retrieval.bm25.BM25Index`), raw text in on every side, one claim and its 100 abstracts per call →
 100 scores (most pairs reach the 256 tokens: abstracts are ~250 words).
 Contenders, every one holding exactly the same weights:
@@ -59,7 +59,7 @@ from benchmarks.settings import Settings
 NAME = "rerank_speed"
 PRESET = "all-minilm-l6-v2"
 SCIFACT = ("scifact",)
-QUERIES, QUICK_QUERIES = 20, 2
+QUERIES, QUICK_QUERIES = 8, 2
 CANDIDATES = 100
 LENGTH = 256
 F32, INT8 = "bert-tf SavedModel float32 (raw text)", "bert-tf int8 model.tflite (raw text)"
@@ -69,7 +69,7 @@ PRECISION = {F32: "float32", CROSS_ENCODER: "float32", ORT_F32: "float32", INT8:
 OURS = {"float32": F32, "int8": INT8}
 # benchmarks.serving_load's requests per row, rounds, bound on the timed part (s) and each request's deadline (s):
 # 16 clients share the cores, so a request waits for ~16 others.
-SERVED_LOAD = {"requests": 48, "rounds": 3, "max_seconds": 1500, "timeout_s": 900}
+SERVED_LOAD = {"requests": 32, "rounds": 2, "max_seconds": 900, "timeout_s": 900}
 QUICK_LOAD = {"requests": 4, "rounds": 2, "max_seconds": 300, "timeout_s": 900}
 
 Score = Callable[[str, list[str]], np.ndarray]  # a query and its documents → one score per document
