@@ -2,7 +2,8 @@
 
 Run as a script by the Python of each TensorFlow checked, it imports only numpy and TensorFlow,
 and tensorflow-text's ops unless `--without-text-ops` (as in a TF Serving build without them).
-Each SavedModel is read two ways, and every signature called on the inputs it names:
+Each SavedModel is read two ways, and every signature called on the inputs it names (the kind's own,
+`KIND/name`, in place of the shared ones: `inputs_of`):
 - `session`: TF Serving's way: the MetaGraph imported into a TF1 session
   (`tf.compat.v1.saved_model.load`), each SignatureDef run by its tensor names;
 - `function`: Python's way: `tf.saved_model.load` and its `signatures`.
@@ -115,6 +116,17 @@ def read_export(export: dict, inputs: dict[str, np.ndarray], text_ops: bool) -> 
     return answers
 
 
+def inputs_of(kind: str, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The inputs `kind` is read on: the shared ones, with its own (`kind/name`) in their place.
+
+    >>> inputs_of("lexical", {"mode": np.array(b"hybrid"), "lexical/mode": np.array(b"lexical")})["mode"]
+    array(b'lexical', dtype='|S7')
+    """
+    prefix = f"{kind}/"
+    own = {key.removeprefix(prefix): value for key, value in inputs.items() if key.startswith(prefix)}
+    return {**{key: value for key, value in inputs.items() if "/" not in key}, **own}
+
+
 def reason(error: Exception) -> str:
     """The first sentence of an error's message that says something: not a heading ("Graph execution error:").
 
@@ -145,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         foreign = tflite_custom_ops if export["format"] == "tflite" else saved_model_foreign_ops
         reading = {"foreign_ops": foreign(export["path"])}
         try:
-            answers.update({f"{kind}/{key}": value for key, value in read_export(export, inputs, text_ops).items()})
+            answers.update({f"{kind}/{key}": value
+                            for key, value in read_export(export, inputs_of(kind, inputs), text_ops).items()})
             reading["loads"] = True
         except Unreadable as error:
             reading.update(loads=False, error=str(error))
