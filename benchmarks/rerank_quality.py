@@ -56,10 +56,10 @@ NAMES = {"minilm/bert_tf": "all-MiniLM-L6-v2 reranker, bert-tf",
          "bert_mini/bert_tf": "BERT-Mini reranker, bert-tf"}
 
 
-def first_stage(settings: Settings, work: Path) -> tuple[search_quality.Scorer, np.ndarray]:
-    """The dev split's scorer and the served weighted fusion's scores [claims, abstracts] (search_quality's cosines
-    of the installed model, computed here when it has not kept them)."""
-    scorer = search_quality.Scorer(search_quality.split_folder(settings, work))
+def first_stage(folder: Path, work: Path) -> tuple[search_quality.Scorer, np.ndarray]:
+    """The dev split of `folder` (search_quality's split) as a scorer, and the served weighted fusion's scores
+    [claims, abstracts] (search_quality's cosines of the installed model, computed here when it has not kept them)."""
+    scorer = search_quality.Scorer(folder)
     dense = search_quality.installed_matrix("bert_tf", None, work, scorer, contextlib.nullcontext())
     return scorer, served_fusion.fused_matrix(dense, scorer.bm25_matrix, *FIRST_STAGE)
 
@@ -168,7 +168,8 @@ def run_all(settings: Settings, work: Path) -> dict:
     """Every run not kept from an earlier one, seed by seed (each start's first seed first), one at a time."""
     for name in ("logs", "models", "matrices"):
         (work / name).mkdir(parents=True, exist_ok=True)
-    scorer, fused = first_stage(settings, work)
+    folder = search_quality.split_folder(settings, work)
+    scorer, fused = first_stage(folder, work)
     depth = QUICK_DEPTH if settings.quick else DEPTH
     chosen = candidates(fused, depth)
     pairs = pairs_file(scorer, chosen, work / f"rerank_pairs_{depth}.jsonl")
@@ -184,7 +185,7 @@ def run_all(settings: Settings, work: Path) -> dict:
                or results[key]["flags"] != finetune_flags(start, init, train, seed, work)
                or results[key].get("depth") != depth]
     if not RECORDED_ONLY:
-        search_quality.mine("bert_tf", search_quality.split_folder(settings, work), work)
+        search_quality.mine("bert_tf", folder, work)
         for key in missing:
             print(f"{key}: running", flush=True)
             result = {**run_trained(*wanted[key], work, pairs, scorer, fused, chosen), "depth": depth}
