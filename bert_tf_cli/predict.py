@@ -1,4 +1,5 @@
-"""`bert-tf predict`: classes, entity tags or answers from a fine-tuned model directory (or a model server).
+"""`bert-tf predict`: classes, entity tags, answers or pair scores from a fine-tuned model directory (or a model
+server).
 
 Texts come from the command line, printed as a table (or `--json`), or from a file or stdin
 (`--input`), written as JSON lines (`--output`, default stdout), streamed in batches of
@@ -7,13 +8,14 @@ Texts come from the command line, printed as a table (or `--json`), or from a fi
     {"text": "a gripping film", "text_b": "it was good"}    classification (text_b: pair models)
     {"text": "EU rejects German call."}                      NER
     {"question": "Who wrote it?", "context": "Mary did."}   SQuAD
-    a gripping film<TAB>it was good                          text<TAB>text_b, or question<TAB>context
+    {"query": "who wrote it?", "document": "Mary did."}     reranking (one pair per line)
+    a gripping film<TAB>it was good                          text<TAB>text_b, question<TAB>context, query<TAB>document
 
 Each output line (and each object `--json` prints) is the example, its `id` where it has one and
 its input fields, as Hugging Face's pipelines echo their inputs, then the task's result:
 classification {"label", "probability", "probabilities"} (multi-label: {"labels", "probabilities"}),
 NER {"entities": [{"type", "text", "start", "end", "score"}], "words", "tags"}, SQuAD {"text",
-"start", "end", "score", "probability"}.
+"start", "end", "score", "probability"}, reranking {"score"} (the pair's logit).
 
 Example:
     $ bert-tf predict --model sst2_model --input reviews.jsonl --output predictions.jsonl
@@ -39,18 +41,21 @@ from bert_tf_cli.served_export import served_export
 # tab-separated).
 ID = "id"  # an input line's own identifier, echoed with its result
 INPUT_FORMATS = ("auto", "jsonl", "text")
-FIELD_FLAGS = {"text": "texts", "text_b": "--pair", "question": "--question", "context": "--context"}  # on the command line
+FIELD_FLAGS = {"text": "texts", "text_b": "--pair", "question": "--question", "context": "--context",
+               "query": "--query", "document": "--document"}  # on the command line
 
 
 def register(commands) -> None:
     parser = commands.add_parser(
-        "predict", help="predict with a fine-tuned model: class, entity tags or answer",
+        "predict", help="predict with a fine-tuned model: class, entity tags, answer or pair score",
         description="Classification: the class and its probability per text (--pair gives each text its second "
                     "text). NER: word/TAG for every word (split at whitespace and punctuation) and the entities they "
                     "make. SQuAD: the answer to --question in "
-                    "--context (repeat both for several questions). --input FILE (or - for stdin) reads one "
-                    "example per line instead, as JSON ({\"text\", \"text_b\"}, {\"text\"} or {\"question\", "
-                    "\"context\"}) or as text (a tab before the second text or the context), and writes one JSON "
+                    "--context (repeat both for several questions). Reranking: the score of --document for --query "
+                    "(repeat both for several pairs). --input FILE (or - for stdin) reads one example per line "
+                    "instead, as JSON ({\"text\", \"text_b\"}, {\"text\"}, {\"question\", \"context\"} or "
+                    "{\"query\", \"document\"}) or as text (a tab before the second text, the context or the "
+                    "document), and writes one JSON "
                     "object per example to --output, in order, led by the example (its id and texts); blank lines "
                     "are skipped.")
     parser.add_argument("texts", nargs="*", help="texts to classify or tag")
@@ -64,6 +69,8 @@ def register(commands) -> None:
     parser.add_argument("--pair", action="append", help="second text of a pair, once per text, in order")
     parser.add_argument("--question", action="append", help="question (SQuAD models)")
     parser.add_argument("--context", action="append", help="the question's context (SQuAD models)")
+    parser.add_argument("--query", action="append", help="query of a pair to score (rerank models)")
+    parser.add_argument("--document", action="append", help="the query's document to score (rerank models)")
     parser.add_argument("--input", metavar="FILE", type=existing_file, help="examples, one per line (- for stdin)")
     parser.add_argument("--input-format", choices=INPUT_FORMATS, default="auto",
                         help="jsonl or text; auto (default): jsonl if the first line starts with '{'")
@@ -99,7 +106,7 @@ def examples_from_args(task_name: str, args) -> list[dict]:
     from bert_tf.tasks.registry import task_named
 
     given = {"text": args.texts or [], "text_b": args.pair or [], "question": args.question or [],
-             "context": args.context or []}
+             "context": args.context or [], "query": args.query or [], "document": args.document or []}
     check_utf8([text for texts in given.values() for text in texts])
     required, optional = task_named(task_name).input_fields
     reads = " and ".join(FIELD_FLAGS[field] for field in required)
@@ -116,7 +123,7 @@ def examples_from_args(task_name: str, args) -> list[dict]:
 
 def check_utf8(texts: list[str]) -> None:
     """ValueError for a command-line text holding bytes that are not UTF-8 (Python passes each as a lone surrogate);
-    texts are numbered in the order given: the texts, then --pair, --question, --context."""
+    texts are numbered in the order given: the texts, then --pair, --question, --context, --query, --document."""
     for number, text in enumerate(texts, start=1):
         bad = next((index for index, character in enumerate(text) if "\udc80" <= character <= "\udcff"), None)
         if bad is not None:
@@ -250,9 +257,9 @@ def run(args) -> None:
             examples = examples_from_args(predictor.task_name, args)
             print_results(predictor.task_name, args, examples, predict_batch(predictor, examples))
         return
-    if args.texts or args.pair or args.question or args.context or args.json:
+    if args.texts or args.pair or args.question or args.context or args.query or args.document or args.json:
         raise ValueError("--input reads the examples (and writes JSON lines): give no texts, --pair, --question, "
-                         "--context or --json with it.")
+                         "--context, --query, --document or --json with it.")
     if args.batch_size < 1:
         raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}.")
     name = "<stdin>" if args.input == "-" else args.input

@@ -3,7 +3,8 @@ its pooled output, reading `[CLS] query [SEP] document [SEP]` (the `rerank` task
 through the task registry with the shared reranker signature (`bert_tf.tasks.rerank_serving`).
 
 `registered_reranker(folder)` registers the task, writes a model directory and yields it; the registry is as it was
-afterwards."""
+afterwards. `tiny_rerank_model(folder)` writes a model directory of the `rerank` task itself (what `bert-tf predict`
+reads)."""
 
 import contextlib
 import dataclasses
@@ -99,3 +100,15 @@ def local_scores(model_dir, query: str, documents: list[str]):
                                             truncation=spec.truncation)
     ids = preprocessor([tf.constant([query] * len(documents)), tf.constant(documents)])
     return directory.model(ids).numpy()
+
+
+def tiny_rerank_model(folder, seed=5):
+    """A model directory of the `rerank` task itself (a random `BertReranker` of the tests' vocabulary), in `folder`:
+    what `bert-tf predict` and `evaluate` read as a model directory and as its export."""
+    keras.utils.set_random_seed(seed)
+    spec = TaskSpec.of("rerank", seq_length=SEQ_LENGTH)
+    encoder = bert_tf.BertModel(bert_tf.BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1,
+                                                   num_attention_heads=2, intermediate_size=32,
+                                                   max_position_embeddings=SEQ_LENGTH, initializer_range=0.5))
+    model = registry.task_from_spec(spec, None).build_model(encoder, dropout=0.0)
+    return bert_tf.save_pretrained(model, folder / "rerank", vocab_file=write_vocab(folder), task=spec)

@@ -11,6 +11,8 @@ the task, whose `served_predictions` turns the answers into plain values (`bert_
 - squad: `{"text", "start", "end", "score", "probability"}` per question (character
   offsets into its context; "" for no answer), the best span over every window of the
   context, as the local pipeline finds it (`bert_tf.tasks.squad.ops`).
+- rerank: `{"score"}` per (query, document) pair, the pair's logit (`predict` sends each
+  example's document as a list of one, as the signature takes a query's documents).
 A failed call raises one line naming the server, the model and what to check
 (`serving.client.grpc_client.one_line_error`): ConnectionError when no server answers,
 ValueError when it refuses (e.g. an unknown model name).
@@ -54,7 +56,11 @@ class ServerPredictor:
         self.info = {name: _plain(values[0]) for name, values in info.items()}  # the export's settings
         self.task_name = self.info["task"]
         self.task = task_named(self.task_name)  # its `served_predictions` decodes the answers
-        self.text_inputs = sorted(signatures["serving_default"]["inputs"])
+        inputs = signatures["serving_default"]["inputs"]
+        self.text_inputs = sorted(inputs)
+        # The inputs of rank 2 (a reranker's documents, [batch, documents]) take each example's text as a list of one.
+        self.listed_inputs = {name for name, info in inputs.items()
+                              if len(info.get("tensor_shape", {}).get("dim", [])) == 2}
         if "input_word_ids" in self.text_inputs:
             why = ("an int8 (TFLite) export, which cannot window long texts; serve the float32 or bf16 export"
                    if self.info.get("quantization") == "int8"
@@ -64,14 +70,17 @@ class ServerPredictor:
     def predict(self, inputs: list[dict]) -> list:
         """The prediction of each example given as its input fields (`{"text"}`, `{"text", "text_b"}` or
         `{"question", "context"}`), as `bert_tf.prediction.Predictor.predict` gives it (the task's
-        `served_predictions`; for an embedding model, each example's outputs as lists: `{"embedding": [...]}`)."""
+        `served_predictions`; for an embedding model, each example's outputs as lists: `{"embedding": [...]}`). An
+        input the signature takes as [batch, n] (a reranker's `document`: `{"query", "document"}`, one pair per
+        example) is sent as [batch, 1]."""
         fields = sorted({name for example in inputs for name in example})
         extra = [name for name in fields if name not in self.text_inputs]
         missing = next((name for name in self.text_inputs for example in inputs if name not in example), None)
         if extra or missing:
             raise ValueError(f"Model {self.model_name!r} reads {' and '.join(self.text_inputs)} per example; "
                              + (f"it takes no {', '.join(extra)}." if extra else f"{missing} is missing."))
-        return self._served({name: [example[name] for example in inputs] for name in fields})
+        return self._served({name: [[example[name]] if name in self.listed_inputs else example[name]
+                                    for example in inputs] for name in fields})
 
     def classify(self, texts: Sequence[str], text_pairs: Sequence[str] | None = None) -> list[dict]:
         """The class (or classes) of each text, or of each (text, second text) pair."""

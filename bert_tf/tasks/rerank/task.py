@@ -193,6 +193,12 @@ class RerankTask(FinetuneTask):
         """The scores of the pairs a served model scored for `inputs_of(examples)`, in that order."""
         return self.scores(self.prepare(examples, training=False), [result["score"] for result in predictions])
 
+    @classmethod
+    def served_predictions(cls, outputs, info):
+        """`{"score": logit}` per pair, query by query: the served `score` [batch, documents] (one document per query
+        as `ServerPredictor.predict` asks, one pair per example)."""
+        return [{"score": float(score)} for score in np.asarray(outputs["score"]).reshape(-1)]
+
     def predictions(self, data: RankingData, outputs) -> list[dict]:
         """`{"score": logit}` per pair."""
         return [{"score": float(output)} for output in outputs]
