@@ -54,7 +54,8 @@ def hard_negatives_loss(model, scale: float):
 
 
 def train(model, recipe: dict) -> dict:
-    """One pass of the recipe over its rows (query, positive, negative_1..N); the loss, steps and seconds."""
+    """`recipe["epochs"]` passes over its rows (query, positive, negative_1..N), shuffled anew each; the loss of
+    each epoch, the steps and seconds."""
     import numpy as np
     import torch
 
@@ -63,20 +64,24 @@ def train(model, recipe: dict) -> dict:
     rows = [json.loads(line) for line in Path(recipe["train"]).read_text(encoding="utf-8").splitlines()]
     negatives = sorted((name for name in rows[0] if name.startswith("negative_")), key=lambda name: int(name[9:]))
     columns = [[row[name] for row in rows] for name in ("query", "positive", *negatives)]
-    batch_size = recipe["batch_size"]
-    steps = math.ceil(len(rows) / batch_size)
+    batch_size, epochs = recipe["batch_size"], recipe["epochs"]
+    steps = math.ceil(len(rows) / batch_size) * epochs
     loss_module = hard_negatives_loss(model, recipe["scale"])
     update = torch_updates(model, recipe["learning_rate"], recipe["weight_decay"], steps,
                            int(steps * recipe["warmup_proportion"]))
-    order = np.random.default_rng(recipe["seed"]).permutation(len(rows))
+    shuffle = np.random.default_rng(recipe["seed"])
     model.train()
-    losses, started = [], time.perf_counter()
-    for step, start in enumerate(range(0, len(rows), batch_size)):
-        batch = order[start:start + batch_size]
-        losses.append(update(loss_module([[column[i] for i in batch] for column in columns], torch.zeros(len(batch)))))
-        print(f"step {step + 1}/{steps}: loss {losses[-1]:.4f}", flush=True)
+    epoch_losses, started = [], time.perf_counter()
+    for epoch in range(epochs):
+        order, losses = shuffle.permutation(len(rows)), []
+        for start in range(0, len(rows), batch_size):
+            batch = order[start:start + batch_size]
+            losses.append(update(loss_module([[column[i] for i in batch] for column in columns],
+                                             torch.zeros(len(batch)))))
+            print(f"epoch {epoch + 1}, step {len(losses)}: loss {losses[-1]:.4f}", flush=True)
+        epoch_losses.append(float(np.mean(losses)))
     model.eval()
-    return {"epoch_losses": [float(np.mean(losses))], "train_steps": steps, "train_seconds": time.perf_counter() - started}
+    return {"epoch_losses": epoch_losses, "train_steps": steps, "train_seconds": time.perf_counter() - started}
 
 
 def run_recipe(recipe: dict) -> dict:
