@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import search_quality, served_fusion
+from benchmarks.machine import machine_info
 from benchmarks.report import BenchmarkResult, markdown_table, portable_command
 from benchmarks.seed_rule import mean_std, rule
 from benchmarks.settings import Settings
@@ -163,7 +164,7 @@ def run_trained(start: str, init: str, contender: str, seed: int, work: Path, pa
     scores = np.load(scores_file).reshape(chosen.shape)
     return {**extra, "retrieval": scorer.numbers(reranked_matrix(fused, chosen, scores)), "flags": flags,
             "wall_seconds": round(time.perf_counter() - started, 1),
-            "load_average": [round(x, 2) for x in os.getloadavg()]}
+            "load_average": [round(x, 2) for x in os.getloadavg()], "cpu": machine_info()["cpu_family_model"]}
 
 
 def run_all(settings: Settings, work: Path) -> dict:
@@ -197,6 +198,8 @@ def run_all(settings: Settings, work: Path) -> dict:
         missing = []
     return {"runs": {key: results[key] for key in wanted if key not in missing}, "missing": missing, "depth": depth,
             "first_stage": scorer.numbers(fused), "bm25": scorer.numbers(scorer.bm25_matrix),
+            "random_order": scorer.numbers(reranked_matrix(fused, chosen,
+                                                           np.random.default_rng(0).random(chosen.shape))),
             "candidates_recall": 100 * float(np.mean([len(set(chosen[row].tolist()) & set(relevant)) / len(relevant)
                                                       for row, relevant in enumerate(scorer.dev.relevant)
                                                       if relevant])),
@@ -235,7 +238,8 @@ def markdown(title: str, results: dict, settings: Settings) -> str:
     rows = [[name, *(f"{numbers[metric]:.2f}" for metric in METRICS)]
             for name, numbers in (("BM25 (bm25s)", results["bm25"]),
                                   ("first stage: BM25 + all-MiniLM-L6-v2 as installed, weighted 0.5 (as served)",
-                                   results["first_stage"]))]
+                                   results["first_stage"]),
+                                  (f"its top {results['depth']} in random order (a floor)", results["random_order"]))]
     rows += [[f"{NAMES[key]}, top {results['depth']} reranked",
               *(f"{summary[key][metric]['mean']:.2f} ± {summary[key][metric]['std']:.2f}" for metric in METRICS)]
              for key in NAMES if key in summary]
@@ -253,9 +257,10 @@ def markdown(title: str, results: dict, settings: Settings) -> str:
                  f"{'holds' if verdict['holds'] else '**MISS**'}")
     detail = [[key, f"{result['retrieval']['ndcg@10']:.2f}", " / ".join(f"{x:.4f}" for x in result["epoch_losses"]),
                f"{result['train_seconds']:.0f}", f"{result['wall_seconds']:.0f}",
-               "/".join(f"{x:.1f}" for x in result["load_average"])] for key, result in sorted(results["runs"].items())]
+               "/".join(f"{x:.1f}" for x in result["load_average"]), result.get("cpu", "not recorded")]
+              for key, result in sorted(results["runs"].items())]
     runs = "No run finished yet." if not detail else markdown_table(
-        ["run", "nDCG@10", "loss", "train s", "wall s", "load after"], detail)
+        ["run", "nDCG@10", "loss", "train s", "wall s", "load after", "CPU family/model"], detail)
     partial = (f"\n\n**Partial: not yet run: {', '.join(results['missing'])}** (the section written from the runs kept "
                "so far by `BERT_TF_RERANK_RECORDED=1 python -m benchmarks.run --only rerank_quality`; the full command "
                "goes on where it stopped)." if results["missing"] else "")
@@ -285,6 +290,9 @@ Rule (all-MiniLM-L6-v2 reranker, nDCG@10): {rule_line}.
 
 The int8 `model.tflite` (`bert-tf export --quantize int8`, one claim and its candidates per call) of each start's
 first seed: {'; '.join(int8) if int8 else 'not measured yet'}.
+
+Each run, one at a time, alone on the machine (wall time: training, scoring the pairs, and for each start's first seed
+the int8 check; a run kept from an earlier machine shows that machine's CPU):
 
 {runs}
 

@@ -241,6 +241,26 @@ def _search_quality_rows(data: dict) -> list[list[str]]:
     return rows
 
 
+def _rerank_quality_rows(data: dict) -> list[list[str]]:
+    from benchmarks.rerank_quality import TARGET_POINTS
+
+    summaries, first = data["summaries"], data["first_stage"]["ndcg@10"]
+    best = max((key for key in summaries if key.endswith("/bert_tf")),
+               key=lambda key: summaries[key]["ndcg@10"]["mean"])
+    gain = summaries[best]["ndcg@10"]["mean"] - first
+    rows = [[f"reranking, SciFact dev: the best bert-tf reranker's nDCG@10 over its first stage ({first:.2f})",
+             f"{gain:+.2f}", f"≥ +{TARGET_POINTS:.2f}", "met" if gain >= TARGET_POINTS else "**not met**",
+             f"{best}: {summaries[best]['ndcg@10']['mean']:.2f}"]]
+    rule = summaries.get("rule")
+    if rule is not None:
+        ours, theirs = (summaries[key]["ndcg@10"] for key in ("minilm/bert_tf", "minilm/sentence_transformers"))
+        rows.append([f"reranking, SciFact dev: all-MiniLM-L6-v2 reranker, bert-tf against sentence-transformers "
+                     f"({min(len(ours['values']), len(theirs['values']))} seeds each): |difference of nDCG@10 means|",
+                     f"{abs(rule['difference']):.2f}", f"≤ {rule['bound']:.2f}",
+                     "met" if rule["holds"] else "**not met**", f"{ours['mean']:.2f} vs {theirs['mean']:.2f}"])
+    return rows
+
+
 def summarize(json_dir: Path) -> BenchmarkResult:
     """The targets table from whichever results exist in `json_dir`."""
     sections = {"inference": _inference_rows, "text": _text_rows, "training": _training_rows,
@@ -248,7 +268,7 @@ def summarize(json_dir: Path) -> BenchmarkResult:
                 "quantized_accuracy": _quantized_accuracy_rows, "served_quantized": _served_quantized_rows,
                 "quality": _quality_rows, "distillation": _distillation_rows,
                 "embedding_quality": _embedding_quality_rows, "embedding_speed": _embedding_speed_rows,
-                "search_quality": _search_quality_rows}
+                "search_quality": _search_quality_rows, "rerank_quality": _rerank_quality_rows}
     rows, sources = [], {}
     for name, make_rows in sections.items():
         data = _load(json_dir, name)
