@@ -225,6 +225,13 @@ def _embedding_speed_rows(data: dict) -> list[list[str]]:
     return rows
 
 
+def _seed_rule_row(label: str, rule: dict, ours: dict, theirs: dict) -> list[str]:
+    """The row of a seed rule (`benchmarks.seed_rule.rule`) between bert-tf's and sentence-transformers' nDCG@10."""
+    return [f"{label}, bert-tf against sentence-transformers ({min(len(ours['values']), len(theirs['values']))} seeds "
+            "each): |difference of nDCG@10 means|", f"{abs(rule['difference']):.2f}", f"≤ {rule['bound']:.2f}",
+            "met" if rule["holds"] else "**not met**", f"{ours['mean']:.2f} vs {theirs['mean']:.2f}"]
+
+
 def _search_quality_rows(data: dict) -> list[list[str]]:
     goal, rule = data["target"], data["summaries"].get("rule")
     rows = [[f"search, SciFact dev: the best bert-tf pipeline's nDCG@10 ahead of BM25 ({goal['bm25']:.2f}) and of "
@@ -232,12 +239,9 @@ def _search_quality_rows(data: dict) -> list[list[str]]:
              f"{goal['ahead_of_installed']:+.2f}", "≥ +3.00, > 0", "met" if goal["met"] else "**not met**",
              f"{goal['best']}: {goal['ndcg@10']:.2f}"]]
     if rule is not None:
-        ours, theirs = (data["summaries"][key]["retrieval"]["ndcg@10"]
-                        for key in ("minilm/bert_tf", "minilm/sentence_transformers"))
-        rows.append([f"search, SciFact dev: all-MiniLM-L6-v2 fine-tuned on hard negatives, bert-tf against "
-                     f"sentence-transformers ({min(len(ours['values']), len(theirs['values']))} seeds each): "
-                     "|difference of nDCG@10 means|", f"{abs(rule['difference']):.2f}", f"≤ {rule['bound']:.2f}",
-                     "met" if rule["holds"] else "**not met**", f"{ours['mean']:.2f} vs {theirs['mean']:.2f}"])
+        rows.append(_seed_rule_row("search, SciFact dev: all-MiniLM-L6-v2 fine-tuned on hard negatives", rule,
+                                   *(data["summaries"][key]["retrieval"]["ndcg@10"]
+                                     for key in ("minilm/bert_tf", "minilm/sentence_transformers"))))
     return rows
 
 
@@ -253,11 +257,9 @@ def _rerank_quality_rows(data: dict) -> list[list[str]]:
              f"{best}: {summaries[best]['ndcg@10']['mean']:.2f}"]]
     rule = summaries.get("rule")
     if rule is not None:
-        ours, theirs = (summaries[key]["ndcg@10"] for key in ("minilm/bert_tf", "minilm/sentence_transformers"))
-        rows.append([f"reranking, SciFact dev: all-MiniLM-L6-v2 reranker, bert-tf against sentence-transformers "
-                     f"({min(len(ours['values']), len(theirs['values']))} seeds each): |difference of nDCG@10 means|",
-                     f"{abs(rule['difference']):.2f}", f"≤ {rule['bound']:.2f}",
-                     "met" if rule["holds"] else "**not met**", f"{ours['mean']:.2f} vs {theirs['mean']:.2f}"])
+        rows.append(_seed_rule_row("reranking, SciFact dev: all-MiniLM-L6-v2 reranker", rule,
+                                   *(summaries[key]["ndcg@10"]
+                                     for key in ("minilm/bert_tf", "minilm/sentence_transformers"))))
     return rows
 
 
